@@ -1,0 +1,182 @@
+//! The validated chip description the simulator consumes.
+//!
+//! An `Arch` that exists is a chip that makes sense: [`crate::load`] builds it from TOML (with
+//! inheritance), fills defaults, and runs the cross-field checks. Every field is in typed units.
+//! The TOML schema, parameter descriptions and valid ranges live in [`crate::schema`]; this file
+//! is the contract with `sim-core`.
+
+use std::collections::BTreeMap;
+
+use gpusim_isa::UnitClass;
+
+use crate::units::{Bytes, BytesPerCycle, BytesPerSec, Cycles, Hertz, Picos};
+
+/// A whole chip.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arch {
+    /// Preset or file name.
+    pub name: String,
+    pub description: String,
+    /// Compute capability as major·10 + minor (80, 86, 90, 100).
+    pub compute_capability: u32,
+    pub clocks: Clocks,
+    pub sm: Sm,
+    pub scheduler: Scheduler,
+    pub pipes: Pipes,
+    /// Per-opcode timing that overrides the pipe class (`DFMA`, `MUFU`, ...), by base mnemonic.
+    pub opcodes: BTreeMap<String, PipeTiming>,
+    pub tensor: Tensor,
+    pub l1: L1,
+    pub l2: L2,
+    pub noc: Noc,
+    pub hbm: Hbm,
+    pub sim: SimParams,
+}
+
+/// Clock domains.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Clocks {
+    /// SM (graphics) clock: the clock of every `Cycles` in `sm`, `pipes`, `tensor`, `l1`, `l2`, `noc`.
+    pub sm: Hertz,
+    /// Memory (HBM) clock; `hbm` timings are in this domain.
+    pub memory: Hertz,
+}
+
+/// Streaming multiprocessor resources and occupancy limits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sm {
+    pub count: u32,
+    /// Graphics processing clusters; SMs are spread evenly over them. Thread-block clusters
+    /// are placed within one GPC.
+    pub gpcs: u32,
+    /// Sub-cores (SM sub-partitions, SMSPs) per SM, each with one warp scheduler.
+    pub sub_cores: u32,
+    pub max_warps: u32,
+    pub max_ctas: u32,
+    pub max_threads: u32,
+    /// 32-bit registers per SM.
+    pub registers: u32,
+    pub max_registers_per_thread: u32,
+    /// Registers are allocated per warp in units of this many registers (256 on sm_80/sm_90).
+    pub register_alloc_unit: u32,
+    /// Largest shared memory carveout per SM.
+    pub shared_mem_per_sm: Bytes,
+    pub shared_mem_per_cta: Bytes,
+    /// Shared memory is allocated per CTA in units of this size.
+    pub shared_mem_alloc_unit: Bytes,
+    /// Shared memory the system reserves per CTA (1 KiB on sm_80 and later).
+    pub shared_mem_reserved_per_cta: Bytes,
+    /// Carveout sizes the hardware supports, ascending.
+    pub shared_mem_carveouts: Vec<Bytes>,
+    pub max_cluster_size: u32,
+    /// Decoded instructions buffered per warp.
+    pub ibuffer_depth: u32,
+    /// Memory instructions the LD/ST path accepts per sub-core before `lg_throttle`/`mio_throttle`.
+    pub lsu_queue_depth: u32,
+    /// Cycles from a branch's issue until the warp may fetch again.
+    pub branch_resolve: Cycles,
+}
+
+/// Warp scheduling policy, chosen by name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scheduler {
+    /// `gto` (greedy-then-oldest), `lrr` (loose round-robin) or `two_level`.
+    pub policy: String,
+    /// Size of the active set for `two_level`.
+    pub active_warps: u32,
+}
+
+/// Latency and issue interval of one pipe or opcode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipeTiming {
+    /// Cycles from issue until a dependent instruction may issue.
+    pub latency: Cycles,
+    /// Cycles the pipe is busy with one warp instruction.
+    pub issue_interval: Cycles,
+}
+
+/// One [`PipeTiming`] per unit class, per sub-core.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipes {
+    pub by_class: [PipeTiming; UnitClass::ALL.len()],
+}
+
+impl Pipes {
+    pub fn get(&self, c: UnitClass) -> PipeTiming {
+        self.by_class[c.index()]
+    }
+}
+
+/// Tensor-core rates and latencies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    /// Dense FLOP per clock per SM by input type key (`fp16`, `bf16`, `tf32`, `fp8`, `int8`
+    /// (ops), `fp6`, `fp4`, `fp64`). A missing key means the chip has no tensor support for it.
+    pub flops_per_clk_per_sm: BTreeMap<String, f64>,
+    /// Latency of a synchronous `mma.sync` (HMMA m16n8k16) from issue to result.
+    pub mma_latency: Cycles,
+    /// Latency of an asynchronous warpgroup MMA with N = 8; grows with N at the tensor rate.
+    pub wgmma_base_latency: Cycles,
+}
+
+/// L1 data cache and shared memory: one SRAM per SM.
+#[derive(Clone, Debug, PartialEq)]
+pub struct L1 {
+    /// Unified SRAM per SM (L1 + shared memory).
+    pub sram: Bytes,
+    pub line: Bytes,
+    pub sector: Bytes,
+    pub assoc: u32,
+    pub hit_latency: Cycles,
+    /// L1 data bandwidth per SM.
+    pub bandwidth: BytesPerCycle,
+    pub mshrs: u32,
+    pub shared_banks: u32,
+    pub shared_bank_width: Bytes,
+    pub shared_latency: Cycles,
+}
+
+/// The L2 cache.
+#[derive(Clone, Debug, PartialEq)]
+pub struct L2 {
+    pub size: Bytes,
+    pub slices: u32,
+    /// Partitions (2 on A100/H100: near and far halves).
+    pub partitions: u32,
+    pub assoc: u32,
+    pub line: Bytes,
+    /// Load-to-use latency of a hit in the near partition, as seen by an SM.
+    pub hit_latency: Cycles,
+    /// Extra latency of a hit in the far partition.
+    pub far_extra_latency: Cycles,
+    pub slice_bandwidth: BytesPerCycle,
+}
+
+/// The network between SMs and L2 slices.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Noc {
+    pub latency: Cycles,
+    /// Bandwidth of one SM's port into the network.
+    pub sm_port_bandwidth: BytesPerCycle,
+}
+
+/// High-bandwidth memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hbm {
+    pub size: Bytes,
+    pub stacks: u32,
+    pub channels_per_stack: u32,
+    /// Peak bandwidth of all stacks together (datasheet).
+    pub bandwidth: BytesPerSec,
+    /// Access latency of DRAM beyond the L2 miss path, unloaded.
+    pub latency: Picos,
+}
+
+/// Simulation controls that are not properties of the chip.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimParams {
+    /// Stop with an error naming the stuck warps when nothing retires for this many cycles.
+    pub watchdog_cycles: Cycles,
+    /// Time between one kernel finishing and a dependent kernel starting.
+    pub kernel_launch_overhead: Cycles,
+}
