@@ -1,1 +1,30 @@
-//! gpusim-sim-core
+//! # gpusim-sim-core
+//!
+//! The timing model. It replays warp instruction streams from an [`gpusim_isa::TraceSource`]
+//! on a chip described by a [`gpusim_configs::Arch`] and returns a [`Report`].
+//!
+//! Invariants:
+//! - No I/O: it reads nothing and prints nothing; trace sources are called through a trait.
+//! - Deterministic: the same arch and trace give a bit-identical report on every machine. No
+//!   hash-map iteration order, no floating point in timing decisions, no threads in a run.
+//! - No heap allocation per simulated instruction; idle cycles are skipped, not stepped.
+//!
+//! Reading order: [`engine`] (the loop), [`sm`] (one SM: `mod.rs`, then `issue.rs`),
+//! [`sm::scheduler`], [`timing`], [`occupancy`], [`mem`], [`stats`], [`report`].
+
+pub mod engine;
+pub mod error;
+pub mod kernel_run;
+pub mod mem;
+pub mod occupancy;
+pub mod rate;
+pub mod report;
+pub mod sm;
+pub mod stats;
+pub mod timing;
+
+pub use engine::{SimOptions, simulate};
+pub use error::{SimError, SimErrorKind};
+pub use occupancy::{Limiter, Occupancy, occupancy};
+pub use report::{KernelReport, Report};
+pub use stats::{MemTraffic, StallReason};

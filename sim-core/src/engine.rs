@@ -1,0 +1,247 @@
+//! The main loop: pulls kernels and CTAs from the trace, dispatches CTAs to SMs in launch order
+//! while occupancy allows, steps the SMs that can issue, and skips cycles in which none can.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use gpusim_configs::Arch;
+use gpusim_isa::{KernelSource, TraceSource};
+
+use crate::error::{SimError, SimErrorKind};
+use crate::kernel_run::KernelRun;
+use crate::mem::{self, MemorySystem};
+use crate::occupancy::occupancy;
+use crate::report::{Report, build_report};
+use crate::sm::{CtaDone, Sm};
+
+/// Options of one run that are not properties of the chip.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// Memory model by name (see [`crate::mem::MODELS`]).
+    pub memory_model: String,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { memory_model: "simple".into() }
+    }
+}
+
+struct Engine<'a> {
+    arch: &'a Arch,
+    sms: Vec<Sm>,
+    mem: Box<dyn MemorySystem>,
+    kernels: Vec<KernelRun>,
+    events: BinaryHeap<Reverse<CtaDone>>,
+    done_buf: Vec<CtaDone>,
+    now: u64,
+    last_issue: u64,
+    stream_last: BTreeMap<u32, usize>,
+    next_sm: usize,
+}
+
+/// Runs every kernel of `source` on `arch`.
+pub fn simulate(arch: &Arch, source: &mut dyn TraceSource, opts: &SimOptions) -> Result<Report, SimError> {
+    let mut e = Engine::new(arch, opts)?;
+    let res = (|| {
+        while let Some(mut ks) = source.next_kernel().map_err(|t| e.fail(SimErrorKind::Trace(t)))? {
+            let kidx = e.add_kernel(&*ks)?;
+            e.run(Some((kidx, &mut *ks)))?;
+        }
+        e.run(None)
+    })();
+    res.map(|_| build_report(arch, opts, &e.kernels, e.now))
+}
+
+impl<'a> Engine<'a> {
+    fn new(arch: &'a Arch, opts: &SimOptions) -> Result<Engine<'a>, SimError> {
+        let err = |m: String| SimError { kind: SimErrorKind::Config(m), partial: None };
+        let sms = (0..arch.sm.count).map(|i| Sm::new(i, arch)).collect::<Result<Vec<_>, _>>().map_err(err)?;
+        let mem = mem::build(&opts.memory_model, arch).map_err(err)?;
+        Ok(Engine {
+            arch,
+            sms,
+            mem,
+            kernels: Vec::new(),
+            events: BinaryHeap::new(),
+            done_buf: Vec::new(),
+            now: 0,
+            last_issue: 0,
+            stream_last: BTreeMap::new(),
+            next_sm: 0,
+        })
+    }
+
+    /// An error that keeps the report of the kernels that finished.
+    fn fail(&self, kind: SimErrorKind) -> SimError {
+        let finished: Vec<usize> = (0..self.kernels.len()).filter(|&i| self.kernels[i].finished()).collect();
+        let partial = if finished.is_empty() {
+            None
+        } else {
+            let end = finished.iter().map(|&i| self.kernels[i].end).max().unwrap_or(0);
+            let ks: Vec<&KernelRun> = finished.iter().map(|&i| &self.kernels[i]).collect();
+            Some(Box::new(crate::report::build_report_refs(self.arch, "partial", &ks, end)))
+        };
+        SimError { kind, partial }
+    }
+
+    fn add_kernel(&mut self, ks: &dyn KernelSource) -> Result<usize, SimError> {
+        let info = ks.info().clone();
+        let occ = occupancy(self.arch, &info)
+            .map_err(|reason| self.fail(SimErrorKind::Launch { kernel: info.name.clone(), reason }))?;
+        let idx = self.kernels.len();
+        let stream = info.stream;
+        let mut k = KernelRun::new(info, occ, self.sms.len());
+        k.sync_ops(ks.ops(), self.arch);
+        self.kernels.push(k);
+        self.stream_last.insert(stream, idx);
+        self.update_launchable(idx);
+        Ok(idx)
+    }
+
+    /// Kernels this one waits for: its explicit dependencies and the previous kernel of its stream.
+    fn deps(&self, idx: usize) -> Vec<usize> {
+        let k = &self.kernels[idx];
+        let mut d: Vec<usize> = k.info.deps.iter().map(|&x| x as usize).filter(|&x| x < idx).collect();
+        if let Some(prev) = (0..idx).rev().find(|&j| self.kernels[j].info.stream == k.info.stream) {
+            d.push(prev);
+        }
+        d
+    }
+
+    fn update_launchable(&mut self, idx: usize) {
+        if self.kernels[idx].launchable_at.is_some() {
+            return;
+        }
+        let deps = self.deps(idx);
+        if deps.iter().all(|&d| self.kernels[d].finished()) {
+            let after = deps.iter().map(|&d| self.kernels[d].end).max();
+            let at = match after {
+                Some(end) => end + self.arch.sim.kernel_launch_overhead.0,
+                None => self.now,
+            };
+            self.kernels[idx].launchable_at = Some(at.max(self.now));
+        }
+    }
+
+    /// Simulates until `current`'s trace has handed out every CTA, or (with `None`) until every
+    /// kernel has finished.
+    fn run(&mut self, mut current: Option<(usize, &mut dyn KernelSource)>) -> Result<(), SimError> {
+        let watchdog = self.arch.sim.watchdog_cycles.0.max(1);
+        loop {
+            self.retire_due();
+            if let Some((kidx, ks)) = current.as_mut() {
+                self.dispatch(*kidx, &mut **ks)?;
+                if self.kernels[*kidx].source_done {
+                    return Ok(());
+                }
+            } else if self.kernels.iter().all(|k| k.finished()) {
+                return Ok(());
+            }
+
+            let now = self.now;
+            for i in 0..self.sms.len() {
+                if self.sms[i].wake_at <= now && self.sms[i].step(now, &mut self.kernels, &mut *self.mem, &mut self.done_buf) {
+                    self.last_issue = now;
+                }
+            }
+            for d in self.done_buf.drain(..) {
+                self.events.push(Reverse(d));
+            }
+
+            // Next cycle at which anything can happen.
+            let mut next = self.sms.iter().map(|s| s.wake_at).min().unwrap_or(u64::MAX);
+            if let Some(Reverse(d)) = self.events.peek() {
+                next = next.min(d.at);
+            }
+            if let Some((kidx, _)) = current.as_ref() {
+                if let Some(at) = self.kernels[*kidx].launchable_at {
+                    if at > now {
+                        next = next.min(at);
+                    }
+                }
+            }
+            if next == u64::MAX {
+                return Err(self.watchdog(now));
+            }
+            let next = next.max(now + 1);
+            if next - self.last_issue > watchdog && self.events.peek().is_none_or(|Reverse(d)| d.at > self.last_issue + watchdog) {
+                return Err(self.watchdog(next));
+            }
+            self.now = next;
+        }
+    }
+
+    fn watchdog(&self, cycle: u64) -> SimError {
+        let mut stuck = Vec::new();
+        for sm in &self.sms {
+            sm.describe_stuck(&self.kernels, &mut stuck);
+        }
+        self.fail(SimErrorKind::Watchdog { cycle, idle_cycles: cycle.saturating_sub(self.last_issue), stuck })
+    }
+
+    /// Frees CTAs that finished by now and updates kernel completion.
+    fn retire_due(&mut self) {
+        while let Some(Reverse(d)) = self.events.peek().copied() {
+            if d.at > self.now {
+                break;
+            }
+            self.events.pop();
+            let kidx = self.sms[d.sm as usize].cta_kernel(d.cta_slot) as usize;
+            let k = &mut self.kernels[kidx];
+            self.sms[d.sm as usize].retire(d.cta_slot, d.at, k);
+            k.ctas_done += 1;
+            k.end = k.end.max(d.at);
+            self.last_issue = self.last_issue.max(d.at);
+            if k.finished() {
+                for j in 0..self.kernels.len() {
+                    self.update_launchable(j);
+                }
+            }
+        }
+    }
+
+    /// Launches CTAs of `kidx` in order while SMs have room.
+    fn dispatch(&mut self, kidx: usize, ks: &mut dyn KernelSource) -> Result<(), SimError> {
+        let Some(at) = self.kernels[kidx].launchable_at else { return Ok(()) };
+        if at > self.now || self.kernels[kidx].source_done {
+            return Ok(());
+        }
+        let n = self.sms.len();
+        loop {
+            let Some(off) = (0..n).find(|&o| self.sms[(self.next_sm + o) % n].fits(&self.kernels[kidx])) else {
+                return Ok(());
+            };
+            let sm = (self.next_sm + off) % n;
+            let cta = match ks.next_cta() {
+                Ok(Some(c)) => c,
+                Ok(None) => {
+                    self.kernels[kidx].source_done = true;
+                    if self.kernels[kidx].ctas_dispatched == 0 {
+                        self.kernels[kidx].start = Some(self.now);
+                        self.kernels[kidx].end = self.now;
+                    }
+                    return Ok(());
+                }
+                Err(t) => return Err(self.fail(SimErrorKind::Trace(t))),
+            };
+            let k = &mut self.kernels[kidx];
+            k.sync_ops(ks.ops(), self.arch);
+            if cta.warps.len() as u32 != k.occupancy.warps_per_cta {
+                let reason = format!("CTA {} has {} warp programs, the block needs {}", cta.coord, cta.warps.len(), k.occupancy.warps_per_cta);
+                return Err(self.fail(SimErrorKind::Launch { kernel: self.kernels[kidx].info.name.clone(), reason }));
+            }
+            if k.start.is_none() {
+                k.start = Some(self.now);
+                self.mem.begin_kernel();
+            }
+            k.ctas_dispatched += 1;
+            self.sms[sm].launch(self.now, kidx as u16, k, cta, &mut self.done_buf);
+            self.next_sm = (sm + 1) % n;
+            self.last_issue = self.last_issue.max(self.now);
+            for d in self.done_buf.drain(..) {
+                self.events.push(Reverse(d));
+            }
+        }
+    }
+}

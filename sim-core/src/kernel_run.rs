@@ -1,0 +1,87 @@
+//! A kernel while it runs: its resolved opcode timing, occupancy, progress and statistics.
+
+use gpusim_configs::Arch;
+use gpusim_isa::{KernelInfo, OpDesc, OpTable, UnitClass};
+
+use crate::occupancy::Occupancy;
+use crate::stats::{MemTraffic, StallCounts, StallReason};
+use crate::timing::{OpTiming, resolve};
+
+/// Counters of one kernel, summed over all SMs.
+#[derive(Clone, Debug, Default)]
+pub struct KernelStats {
+    pub warp_insts: u64,
+    /// Instructions times active lanes.
+    pub thread_insts: u64,
+    pub stalls: StallCounts,
+    pub traffic: MemTraffic,
+    /// Cycles each pipe class was busy, summed over sub-cores.
+    pub pipe_busy: [u64; UnitClass::ALL.len()],
+    pub cuda_core_flops: u64,
+    pub tensor_flops: u64,
+    /// Executed warp instructions per op id.
+    pub op_counts: Vec<u64>,
+    /// Cycles during which an SM held at least one CTA of the kernel, summed over SMs.
+    pub sm_active_cycles: u64,
+}
+
+impl KernelStats {
+    #[inline]
+    pub fn stall(&mut self, r: StallReason, n: u64) {
+        self.stalls.add(r, n);
+    }
+}
+
+pub struct KernelRun {
+    pub info: KernelInfo,
+    pub descs: Vec<OpDesc>,
+    pub timing: Vec<OpTiming>,
+    pub occupancy: Occupancy,
+    pub stats: KernelStats,
+    /// Cycle the first CTA launched.
+    pub start: Option<u64>,
+    /// Cycle the last CTA finished.
+    pub end: u64,
+    pub ctas_dispatched: u64,
+    pub ctas_done: u64,
+    /// Whether every CTA has been pulled from the trace.
+    pub source_done: bool,
+    /// Earliest cycle CTAs may launch (dependencies plus launch overhead); `None` while a
+    /// dependency is still running.
+    pub launchable_at: Option<u64>,
+    /// Per SM: resident CTAs of this kernel and since when the count has been non-zero.
+    pub sm_resident: Vec<(u32, u64)>,
+}
+
+impl KernelRun {
+    pub fn new(info: KernelInfo, occupancy: Occupancy, sms: usize) -> KernelRun {
+        KernelRun {
+            info,
+            descs: Vec::new(),
+            timing: Vec::new(),
+            occupancy,
+            stats: KernelStats::default(),
+            start: None,
+            end: 0,
+            ctas_dispatched: 0,
+            ctas_done: 0,
+            source_done: false,
+            launchable_at: None,
+            sm_resident: vec![(0, 0); sms],
+        }
+    }
+
+    /// Resolves timing for op ids the table gained since the last call.
+    pub fn sync_ops(&mut self, ops: &OpTable, arch: &Arch) {
+        for id in self.timing.len()..ops.len() {
+            let d = ops.get(id as u16).clone();
+            self.timing.push(resolve(&d, arch));
+            self.descs.push(d);
+        }
+        self.stats.op_counts.resize(self.timing.len(), 0);
+    }
+
+    pub fn finished(&self) -> bool {
+        self.source_done && self.ctas_done == self.ctas_dispatched
+    }
+}

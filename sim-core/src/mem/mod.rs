@@ -1,0 +1,73 @@
+//! The memory system behind the LD/ST units: one interface, implementations chosen by name.
+
+mod simple;
+
+pub use simple::SimpleMemory;
+
+use gpusim_configs::Arch;
+use gpusim_isa::MemSpace;
+
+use crate::stats::LevelTraffic;
+
+/// What an access does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AccessKind {
+    Load,
+    Store,
+    /// Read-modify-write returning a value.
+    Atomic,
+    /// Read-modify-write without a return value.
+    Reduction,
+    /// Global read whose data is written to shared memory (`LDGSTS`, TMA loads).
+    AsyncLoad,
+}
+
+/// One warp-level access, already coalesced into 32-byte sectors.
+#[derive(Clone, Copy, Debug)]
+pub struct MemRequest<'a> {
+    pub sm: u32,
+    pub kind: AccessKind,
+    pub space: MemSpace,
+    /// Sector addresses (byte address of each 32-byte sector), ascending and unique.
+    pub sectors: &'a [u64],
+    /// Skip the L1 (`.BYPASS`, `.CG`, async copies).
+    pub bypass_l1: bool,
+}
+
+/// Where an access was served and when it completes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AccessOutcome {
+    /// SM cycle at which the data is in registers (loads), acknowledged (stores), or written to
+    /// shared memory (async loads).
+    pub done: u64,
+    pub l1: LevelTraffic,
+    pub l2: LevelTraffic,
+    pub dram: LevelTraffic,
+}
+
+/// A model of everything between the SMs' LD/ST units and DRAM.
+///
+/// Contract:
+/// - `access` is called in non-decreasing `now` order; calls in the same cycle come in
+///   ascending SM id order. The result depends only on the sequence of calls (determinism).
+/// - `done >= now + 1`: an access never completes in the cycle it is issued.
+/// - It must not keep references to the request's sector slice.
+/// - `begin_kernel` is called when a kernel's first CTA launches; caches behave as on the
+///   hardware across kernels (the L1 may be invalidated, the L2 keeps its contents).
+pub trait MemorySystem {
+    /// The name this implementation registers under.
+    fn name(&self) -> &'static str;
+    fn access(&mut self, now: u64, req: &MemRequest<'_>) -> AccessOutcome;
+    fn begin_kernel(&mut self) {}
+}
+
+/// The memory models, by the name a run selects (`SimOptions::memory_model`).
+pub const MODELS: &[&str] = &["simple"];
+
+/// Builds the memory model `name` for `arch`.
+pub fn build(name: &str, arch: &Arch) -> Result<Box<dyn MemorySystem>, String> {
+    match name {
+        "simple" => Ok(Box::new(SimpleMemory::new(arch))),
+        _ => Err(format!("unknown memory model `{name}` (known: {})", MODELS.join(", "))),
+    }
+}

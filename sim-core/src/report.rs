@@ -1,0 +1,186 @@
+//! The result of a run as plain data (docs/report-schema.md). Printing and JSON writing live in
+//! the CLI; this module only computes.
+
+use std::collections::BTreeMap;
+
+use gpusim_configs::Arch;
+use gpusim_isa::UnitClass;
+use serde::Serialize;
+
+use crate::engine::SimOptions;
+use crate::kernel_run::KernelRun;
+use crate::occupancy::Limiter;
+use crate::stats::{MemTraffic, StallReason};
+
+/// Schema version of [`Report`]'s JSON form.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// A whole run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    pub schema_version: u32,
+    pub arch: String,
+    pub memory_model: String,
+    /// SM clock the cycles convert at.
+    pub sm_clock_mhz: f64,
+    /// From the first kernel's start to the last kernel's end, in SM cycles.
+    pub total_cycles: u64,
+    pub time_us: f64,
+    pub warp_instructions: u64,
+    pub flops: u64,
+    pub tflops: f64,
+    pub kernels: Vec<KernelReport>,
+}
+
+/// One kernel.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct KernelReport {
+    pub id: u32,
+    pub name: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub ctas: u64,
+    pub start_cycle: u64,
+    pub end_cycle: u64,
+    pub cycles: u64,
+    pub time_us: f64,
+    pub warp_instructions: u64,
+    pub thread_instructions: u64,
+    /// Warp instructions per cycle per SM, over the cycles an SM held a CTA of the kernel.
+    pub ipc: f64,
+    /// CUDA-core plus tensor FLOPs executed.
+    pub flops: u64,
+    pub tensor_flops: u64,
+    pub tflops: f64,
+    pub occupancy: OccupancyReport,
+    pub memory: MemoryReport,
+    /// Busy cycles of each pipe class over the kernel's duration on every sub-core, in percent.
+    pub pipe_utilization_pct: BTreeMap<String, f64>,
+    /// Warp-cycles per stall reason (Nsight Compute names); they add up to `resident_warp_cycles`.
+    pub stalls: BTreeMap<String, u64>,
+    pub resident_warp_cycles: u64,
+    /// Opcodes not in the opcode table, with how many warp instructions used them.
+    pub unknown_opcodes: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OccupancyReport {
+    pub ctas_per_sm: u32,
+    pub warps_per_cta: u32,
+    pub limiter: Limiter,
+    /// Resident warps per SM over the warp limit, as the occupancy calculator gives it (percent).
+    pub theoretical_pct: f64,
+    /// Average resident warps while the SM held the kernel, over the warp limit (percent).
+    pub achieved_pct: f64,
+    /// CTAs over what one full wave of the chip holds.
+    pub waves: f64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct MemoryReport {
+    #[serde(flatten)]
+    pub traffic: MemTraffic,
+    /// DRAM bytes over the kernel time, GB/s.
+    pub dram_gbps: f64,
+    /// DRAM bandwidth over the datasheet peak, percent.
+    pub dram_utilization_pct: f64,
+}
+
+fn us(cycles: u64, arch: &Arch) -> f64 {
+    cycles as f64 / arch.clocks.sm.0 as f64 * 1e6
+}
+
+fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
+    let start = k.start.unwrap_or(0);
+    let cycles = k.end.saturating_sub(start);
+    let time_us = us(cycles, arch);
+    let st = &k.stats;
+    let flops = st.cuda_core_flops + st.tensor_flops;
+    let secs = time_us * 1e-6;
+    let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+    let sub_cycles = (cycles as f64) * arch.sm.count as f64 * arch.sm.sub_cores as f64;
+    let pipe_utilization_pct = UnitClass::ALL
+        .iter()
+        .filter(|c| st.pipe_busy[c.index()] > 0)
+        .map(|c| (c.name().to_string(), if sub_cycles > 0.0 { 100.0 * st.pipe_busy[c.index()] as f64 / sub_cycles } else { 0.0 }))
+        .collect();
+    let stalls = StallReason::ALL
+        .iter()
+        .filter(|r| st.stalls.get(**r) > 0)
+        .map(|r| (r.name().to_string(), st.stalls.get(*r)))
+        .collect();
+    let mut unknown_opcodes = BTreeMap::new();
+    for (i, d) in k.descs.iter().enumerate() {
+        if !d.known && st.op_counts[i] > 0 {
+            *unknown_opcodes.entry(d.mnemonic.clone()).or_insert(0) += st.op_counts[i];
+        }
+    }
+    let occ = &k.occupancy;
+    let resident = st.stalls.total();
+    let max_warps = arch.sm.max_warps as f64;
+    let dram_gbps = per_sec(st.traffic.dram.bytes as f64) / 1e9;
+    KernelReport {
+        id: k.info.id,
+        name: k.info.name.clone(),
+        grid: k.info.grid.as_array(),
+        block: k.info.block.as_array(),
+        ctas: k.ctas_done,
+        start_cycle: start,
+        end_cycle: k.end,
+        cycles,
+        time_us,
+        warp_instructions: st.warp_insts,
+        thread_instructions: st.thread_insts,
+        ipc: if st.sm_active_cycles > 0 { st.warp_insts as f64 / st.sm_active_cycles as f64 } else { 0.0 },
+        flops,
+        tensor_flops: st.tensor_flops,
+        tflops: per_sec(flops as f64) / 1e12,
+        occupancy: OccupancyReport {
+            ctas_per_sm: occ.ctas_per_sm,
+            warps_per_cta: occ.warps_per_cta,
+            limiter: occ.limiter,
+            theoretical_pct: 100.0 * occ.fraction(arch),
+            achieved_pct: if st.sm_active_cycles > 0 {
+                100.0 * resident as f64 / (st.sm_active_cycles as f64 * max_warps)
+            } else {
+                0.0
+            },
+            waves: k.info.num_ctas() as f64 / (occ.ctas_per_sm as f64 * arch.sm.count as f64),
+        },
+        memory: MemoryReport {
+            traffic: st.traffic,
+            dram_gbps,
+            dram_utilization_pct: 100.0 * dram_gbps * 1e9 / arch.hbm.bandwidth.0,
+        },
+        pipe_utilization_pct,
+        stalls,
+        resident_warp_cycles: resident,
+        unknown_opcodes,
+    }
+}
+
+pub(crate) fn build_report(arch: &Arch, opts: &SimOptions, kernels: &[KernelRun], end: u64) -> Report {
+    let refs: Vec<&KernelRun> = kernels.iter().collect();
+    build_report_refs(arch, &opts.memory_model, &refs, end)
+}
+
+pub(crate) fn build_report_refs(arch: &Arch, model: &str, kernels: &[&KernelRun], end: u64) -> Report {
+    let ks: Vec<KernelReport> = kernels.iter().map(|k| kernel_report(arch, k)).collect();
+    let first = kernels.iter().filter_map(|k| k.start).min().unwrap_or(0);
+    let last = kernels.iter().map(|k| k.end).max().unwrap_or(end);
+    let total_cycles = last.saturating_sub(first);
+    let time_us = us(total_cycles, arch);
+    let flops: u64 = ks.iter().map(|k| k.flops).sum();
+    Report {
+        schema_version: REPORT_SCHEMA_VERSION,
+        arch: arch.name.clone(),
+        memory_model: model.to_string(),
+        sm_clock_mhz: arch.clocks.sm.mhz(),
+        total_cycles,
+        time_us,
+        warp_instructions: ks.iter().map(|k| k.warp_instructions).sum(),
+        flops,
+        tflops: if time_us > 0.0 { flops as f64 / (time_us * 1e-6) / 1e12 } else { 0.0 },
+        kernels: ks,
+    }
+}

@@ -1,0 +1,141 @@
+//! Turning a warp's lane addresses into 32-byte sector requests, without allocating.
+
+/// Up to two sectors per lane (an unaligned access can straddle a sector boundary), and a
+/// 16-byte access per lane covers at most 2 sectors.
+pub const MAX_SECTORS: usize = 64 * 2;
+
+/// The unique sectors a warp access touches, ascending.
+pub struct Sectors {
+    buf: [u64; MAX_SECTORS],
+    len: usize,
+}
+
+impl Default for Sectors {
+    fn default() -> Self {
+        Sectors { buf: [0; MAX_SECTORS], len: 0 }
+    }
+}
+
+impl Sectors {
+    pub fn as_slice(&self) -> &[u64] {
+        &self.buf[..self.len]
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Number of distinct 128-byte lines among the sectors.
+    pub fn lines(&self) -> u64 {
+        let mut n = 0;
+        let mut last = u64::MAX;
+        for &s in self.as_slice() {
+            let l = s >> 7;
+            if l != last {
+                n += 1;
+                last = l;
+            }
+        }
+        n
+    }
+
+    /// Fills with the sectors touched by `width` bytes at each active lane's address.
+    pub fn coalesce(&mut self, addrs: &[u64; 32], mask: u32, width: u32) {
+        self.len = 0;
+        let w = width.max(1) as u64;
+        let mut m = mask;
+        let mut sorted = true;
+        let mut last = 0u64;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let a = addrs[l];
+            let first = a >> 5;
+            let end = (a.wrapping_add(w - 1)) >> 5;
+            let mut s = first;
+            loop {
+                if self.len < MAX_SECTORS {
+                    let v = s << 5;
+                    if self.len > 0 && v < last {
+                        sorted = false;
+                    }
+                    if self.len == 0 || v != last {
+                        self.buf[self.len] = v;
+                        self.len += 1;
+                        last = v;
+                    }
+                }
+                if s >= end || s.wrapping_sub(first) >= 3 {
+                    break;
+                }
+                s += 1;
+            }
+        }
+        if !sorted {
+            self.buf[..self.len].sort_unstable();
+            let mut j = 0;
+            for i in 0..self.len {
+                if i == 0 || self.buf[i] != self.buf[j - 1] {
+                    self.buf[j] = self.buf[i];
+                    j += 1;
+                }
+            }
+            self.len = j;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(addrs: impl Fn(u64) -> u64, mask: u32, width: u32) -> Sectors {
+        let mut a = [0u64; 32];
+        for (l, x) in a.iter_mut().enumerate() {
+            *x = addrs(l as u64);
+        }
+        let mut s = Sectors::default();
+        s.coalesce(&a, mask, width);
+        s
+    }
+
+    #[test]
+    fn coalesced_4_byte_access_is_four_sectors_one_line() {
+        let s = run(|l| 0x1000 + 4 * l, u32::MAX, 4);
+        assert_eq!(s.as_slice(), &[0x1000, 0x1020, 0x1040, 0x1060]);
+        assert_eq!(s.lines(), 1);
+    }
+
+    #[test]
+    fn coalesced_16_byte_access_is_sixteen_sectors_four_lines() {
+        let s = run(|l| 0x2000 + 16 * l, u32::MAX, 16);
+        assert_eq!(s.len(), 16);
+        assert_eq!(s.lines(), 4);
+    }
+
+    #[test]
+    fn broadcast_is_one_sector() {
+        let s = run(|_| 0x3004, u32::MAX, 4);
+        assert_eq!(s.as_slice(), &[0x3000]);
+    }
+
+    #[test]
+    fn scattered_access_is_one_sector_per_lane_sorted() {
+        let s = run(|l| 0x10_0000 + (31 - l) * 4096, u32::MAX, 4);
+        assert_eq!(s.len(), 32);
+        assert!(s.as_slice().windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(s.lines(), 32);
+    }
+
+    #[test]
+    fn unaligned_access_straddles_two_sectors() {
+        let s = run(|_| 0x101c, 1, 8);
+        assert_eq!(s.as_slice(), &[0x1000, 0x1020]);
+    }
+
+    #[test]
+    fn inactive_lanes_are_ignored() {
+        let s = run(|l| 0x1000 + 32 * l, 0x0000_000f, 4);
+        assert_eq!(s.len(), 4);
+    }
+}

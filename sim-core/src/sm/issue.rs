@@ -1,0 +1,314 @@
+//! Issuing one warp instruction: structural checks, effects per instruction kind, and fetching
+//! the next instruction with its register dependencies.
+
+use gpusim_isa::{Inst, MemSpace, UnitClass};
+
+use super::{Blocked, CtaDone, Sm, banks};
+use crate::kernel_run::KernelRun;
+use crate::mem::{AccessKind, MemRequest, MemorySystem};
+use crate::stats::StallReason;
+use crate::timing::{OpKind, OpTiming};
+use crate::sm::warps::Phase;
+
+impl Sm {
+    /// Issues the next instruction of slot `s` on sub-core `sc` at `now`, or says why it cannot.
+    pub(super) fn issue(
+        &mut self,
+        sc: usize,
+        s: usize,
+        now: u64,
+        k: &mut KernelRun,
+        mem: &mut dyn MemorySystem,
+        done: &mut Vec<CtaDone>,
+    ) -> Result<(), Blocked> {
+        let inst = self.w.next[s].expect("a running warp has a next instruction");
+        let t = k.timing[inst.op as usize];
+        let pipe = t.class.index();
+
+        // Structural hazards: the pipe, and the backlog of the LD/ST data port.
+        let pipe_free = self.subs[sc].pipe_free[pipe];
+        if pipe_free > now {
+            let reason = match t.kind {
+                OpKind::SharedMem => StallReason::MioThrottle,
+                OpKind::GlobalMem | OpKind::AsyncCopy | OpKind::Bulk => StallReason::LgThrottle,
+                _ => StallReason::MathPipeThrottle,
+            };
+            return Err(Blocked { reason, until: pipe_free });
+        }
+        let uses_port = matches!(t.kind, OpKind::GlobalMem | OpKind::SharedMem | OpKind::AsyncCopy | OpKind::Bulk);
+        if uses_port && self.port_free > now + self.p.lsu_depth {
+            let reason = if t.kind == OpKind::SharedMem { StallReason::MioThrottle } else { StallReason::LgThrottle };
+            return Err(Blocked { reason, until: self.port_free - self.p.lsu_depth });
+        }
+
+        // Issue.
+        self.subs[sc].pipe_free[pipe] = now + t.interval as u64;
+        let active = inst.mask.count_ones() as u64;
+        let st = &mut k.stats;
+        st.stall(StallReason::Selected, 1);
+        st.warp_insts += 1;
+        st.thread_insts += active;
+        st.op_counts[inst.op as usize] += 1;
+        st.pipe_busy[pipe] += t.interval as u64;
+        st.cuda_core_flops += t.flops_per_lane as u64 * active;
+        st.tensor_flops += t.tensor_flops;
+
+        // Effects. `result` is when destination registers are written and with what reason.
+        let mut result = (now + t.latency as u64, t.dep_reason);
+        match t.kind {
+            OpKind::Alu | OpKind::Other => {}
+            OpKind::Branch => {
+                self.set_dsts(s, &inst, result);
+                self.w.cursor[s].advance();
+                return self.fetch(s, now, now + self.p.branch_resolve.max(1), StallReason::BranchResolving, k, done);
+            }
+            OpKind::Exit => {
+                self.exit_warp(s, now, k, done);
+                return Ok(());
+            }
+            OpKind::GlobalMem => {
+                let d = self.global_access(s, &inst, &t, now, k, mem);
+                if t.load || t.kind == OpKind::GlobalMem && t.mem == MemSpace::Texture {
+                    result = (d, StallReason::LongScoreboard);
+                } else {
+                    result = (now + 1, StallReason::Wait);
+                }
+                self.w.mem_drain[s] = self.w.mem_drain[s].max(d);
+            }
+            OpKind::SharedMem => {
+                let d = self.shared_access(s, &inst, &t, now, k);
+                result = if t.load { (d, StallReason::ShortScoreboard) } else { (now + 1, StallReason::Wait) };
+                self.w.mem_drain[s] = self.w.mem_drain[s].max(d);
+            }
+            OpKind::AsyncCopy => {
+                let d = self.global_access(s, &inst, &t, now, k, mem);
+                let g = &mut self.w.async_groups[s];
+                g.open = g.open.max(d);
+                self.w.mem_drain[s] = self.w.mem_drain[s].max(d);
+            }
+            OpKind::AsyncCommit => self.w.async_groups[s].commit(),
+            OpKind::AsyncWait => {
+                let g = &mut self.w.async_groups[s];
+                if g.open > 0 {
+                    g.commit();
+                }
+                let until = g.wait_all_but(inst.imm.max(0) as u32).max(now + 1);
+                self.w.cursor[s].advance();
+                return self.fetch(s, now, until, StallReason::LongScoreboard, k, done);
+            }
+            OpKind::Bulk => {
+                let d = self.bulk_access(s, &inst, &t, now, k, mem);
+                let cs = self.w.cta_slot[s] as usize;
+                self.ctas[cs].bulk_done = self.ctas[cs].bulk_done.max(d);
+                self.w.mem_drain[s] = self.w.mem_drain[s].max(d);
+            }
+            OpKind::MemBarrier => {
+                let until = (now + t.latency as u64).max(self.w.mem_drain[s]);
+                self.w.cursor[s].advance();
+                return self.fetch(s, now, until, StallReason::Membar, k, done);
+            }
+            OpKind::BarrierArrive => {}
+            OpKind::BarrierSync => {
+                let cs = self.w.cta_slot[s] as usize;
+                self.w.cursor[s].advance();
+                self.fetch(s, now, now + 1, StallReason::Barrier, k, done)?;
+                if self.w.phase[s] == Phase::Running {
+                    // Hold the dependency-ready time of the next instruction until release.
+                    self.w.held_ready[s] = self.w.ready_at[s];
+                    self.w.phase[s] = Phase::Barrier;
+                    self.w.ready_at[s] = u64::MAX;
+                    self.w.wait_reason[s] = StallReason::Barrier;
+                    self.w.acct_from[s] = now + 1;
+                    self.ctas[cs].at_barrier += 1;
+                    self.try_release_barrier(cs, now);
+                }
+                return Ok(());
+            }
+            OpKind::WgmmaAsync => {
+                let g = &mut self.w.wgmma_groups[s];
+                g.open = g.open.max(result.0);
+                result.1 = StallReason::MathDependency;
+            }
+            OpKind::WgmmaWait => {
+                let g = &mut self.w.wgmma_groups[s];
+                if g.open > 0 {
+                    g.commit();
+                }
+                let until = g.wait_all_but(inst.imm.max(0) as u32).max(now + 1);
+                self.w.cursor[s].advance();
+                return self.fetch(s, now, until, StallReason::MathDependency, k, done);
+            }
+        }
+        if t.kind == OpKind::Other && t.class == UnitClass::Sync {
+            // mbarrier try-wait: in this model it waits for the CTA's bulk copies.
+            let d = k.descs[inst.op as usize].semantics;
+            if d == gpusim_isa::Semantics::MbarWait {
+                let cs = self.w.cta_slot[s] as usize;
+                let until = result.0.max(self.ctas[cs].bulk_done);
+                self.set_dsts(s, &inst, (until, StallReason::Barrier));
+                self.w.cursor[s].advance();
+                return self.fetch(s, now, until, StallReason::Barrier, k, done);
+            }
+        }
+        if t.kind == OpKind::Alu && k.descs[inst.op as usize].semantics == gpusim_isa::Semantics::WgmmaFence {
+            let g = &mut self.w.wgmma_groups[s];
+            if g.open > 0 {
+                g.commit();
+            }
+        }
+        self.set_dsts(s, &inst, result);
+        self.w.cursor[s].advance();
+        self.fetch(s, now, now + 1, StallReason::Wait, k, done)
+    }
+
+    fn set_dsts(&mut self, s: usize, inst: &Inst, (at, reason): (u64, StallReason)) {
+        let ready = &mut self.w.reg_ready[s];
+        let why = &mut self.w.reg_reason[s];
+        for d in &inst.dst {
+            for r in d.regs() {
+                ready[r] = at;
+                why[r] = reason as u8;
+            }
+        }
+    }
+
+    /// Loads the next instruction into the instruction buffer. The warp may issue it at the
+    /// later of `earliest` (with `reason` for the wait) and its register dependencies.
+    fn fetch(
+        &mut self,
+        s: usize,
+        now: u64,
+        earliest: u64,
+        reason: StallReason,
+        k: &mut KernelRun,
+        done: &mut Vec<CtaDone>,
+    ) -> Result<(), Blocked> {
+        let prog = self.w.program[s].clone().expect("running warp has a program");
+        let next = self.w.cursor[s].peek(&prog).copied();
+        self.w.next[s] = next;
+        let Some(inst) = next else {
+            // Falling off the end of the program is an implicit EXIT.
+            self.exit_warp(s, now, k, done);
+            return Ok(());
+        };
+        let chains_accumulators = k.timing.get(inst.op as usize).is_some_and(|t| t.kind == OpKind::WgmmaAsync);
+        let mut ready = earliest;
+        let mut why = reason;
+        let regs = &self.w.reg_ready[s];
+        let reasons = &self.w.reg_reason[s];
+        for range in inst.src.iter().chain(inst.dst.iter()) {
+            for r in range.regs() {
+                if regs[r] > ready {
+                    let rr = reasons[r];
+                    // Warpgroup MMAs accumulate into registers an earlier MMA still writes: the
+                    // tensor pipe orders them, so they do not wait for each other's results.
+                    if chains_accumulators && rr == StallReason::MathDependency as u8 {
+                        continue;
+                    }
+                    ready = regs[r];
+                    why = StallReason::ALL[rr as usize];
+                }
+            }
+        }
+        self.w.ready_at[s] = ready;
+        self.w.wait_reason[s] = why;
+        self.w.acct_from[s] = now + 1;
+        self.w.long_wait[s] = why == StallReason::LongScoreboard;
+        Ok(())
+    }
+
+    /// A global/local access through the LD/ST port and the memory system; returns completion.
+    fn global_access(&mut self, s: usize, inst: &Inst, t: &OpTiming, now: u64, k: &mut KernelRun, mem: &mut dyn MemorySystem) -> u64 {
+        let prog = self.program(s).clone();
+        if !self.w.cursor[s].lane_addresses(&prog, inst, &mut self.lane_addrs) {
+            return now + t.latency as u64;
+        }
+        self.sectors.coalesce(&self.lane_addrs, inst.mask, t.width.max(1));
+        let bytes = self.sectors.len() as u64 * self.p.sector;
+        let occupancy = ((bytes as f64 / self.p.l1_bytes_per_cycle).ceil() as u64).max(1);
+        let start = self.port_free.max(now);
+        self.port_free = start + occupancy;
+        let kind = match t.kind {
+            OpKind::AsyncCopy => AccessKind::AsyncLoad,
+            _ if t.load && t.store => AccessKind::Atomic,
+            _ if t.store && k.descs[inst.op as usize].semantics == gpusim_isa::Semantics::Reduction => AccessKind::Reduction,
+            _ if t.store => AccessKind::Store,
+            _ => AccessKind::Load,
+        };
+        let req = MemRequest {
+            sm: self.id,
+            kind,
+            space: t.mem,
+            sectors: self.sectors.as_slice(),
+            bypass_l1: t.bypass_l1 || t.kind == OpKind::AsyncCopy,
+        };
+        let out = mem.access(start, &req);
+        let tr = &mut k.stats.traffic;
+        tr.requested_bytes += inst.mask.count_ones() as u64 * t.width as u64;
+        tr.l1.merge(&out.l1);
+        tr.l2.merge(&out.l2);
+        tr.dram.merge(&out.dram);
+        if t.kind == OpKind::AsyncCopy {
+            // The data is also written into shared memory.
+            tr.shared.requests += 1;
+            tr.shared.bytes += bytes;
+            tr.shared.sectors += self.sectors.len() as u64;
+        }
+        out.done.max(start + occupancy)
+    }
+
+    /// A shared-memory access: bank-conflict wavefronts on the data port; returns completion.
+    fn shared_access(&mut self, s: usize, inst: &Inst, t: &OpTiming, now: u64, k: &mut KernelRun) -> u64 {
+        let prog = self.program(s).clone();
+        let (wavefronts, mask, width) = if self.w.cursor[s].lane_addresses(&prog, inst, &mut self.lane_addrs) {
+            let (mask, width) = if t.matrices > 0 {
+                // ldmatrix/stmatrix: 8 lanes give the 16-byte rows of each matrix.
+                let lanes = 8 * t.matrices.min(4);
+                (if lanes >= 32 { u32::MAX } else { (1u32 << lanes) - 1 } & inst.mask, 16)
+            } else {
+                (inst.mask, t.width.max(1))
+            };
+            (banks::wavefronts(&self.lane_addrs, mask, width, self.p.shared_banks, self.p.shared_bank_width), mask, width)
+        } else {
+            (1, inst.mask, t.width.max(1))
+        };
+        let start = self.port_free.max(now);
+        self.port_free = start + wavefronts as u64;
+        let tr = &mut k.stats.traffic.shared;
+        tr.requests += wavefronts as u64;
+        tr.bytes += mask.count_ones() as u64 * width as u64;
+        start + self.p.shared_latency.max(1) + wavefronts as u64 - 1
+    }
+
+    /// A bulk copy of `bytes` contiguous bytes from the instruction's base address.
+    fn bulk_access(&mut self, s: usize, inst: &Inst, t: &OpTiming, now: u64, k: &mut KernelRun, mem: &mut dyn MemorySystem) -> u64 {
+        let prog = self.program(s).clone();
+        let Some(base) = self.w.cursor[s].base_address(&prog, inst) else {
+            return now + t.latency as u64;
+        };
+        let bytes = inst.mem.map(|m| m.bulk_bytes as u64).unwrap_or(0).max(1);
+        let first = base & !31;
+        let n = (base + bytes - 1 - first) / 32 + 1;
+        let start = self.port_free.max(now);
+        let mut done = start + 1;
+        let mut chunk = [0u64; super::coalesce::MAX_SECTORS];
+        let mut i = 0;
+        while i < n {
+            let m = (n - i).min(chunk.len() as u64) as usize;
+            for (j, c) in chunk[..m].iter_mut().enumerate() {
+                *c = first + (i + j as u64) * 32;
+            }
+            let kind = if t.store { AccessKind::Store } else { AccessKind::AsyncLoad };
+            let req = MemRequest { sm: self.id, kind, space: MemSpace::Global, sectors: &chunk[..m], bypass_l1: true };
+            let out = mem.access(start, &req);
+            let tr = &mut k.stats.traffic;
+            tr.l2.merge(&out.l2);
+            tr.dram.merge(&out.dram);
+            tr.shared.bytes += m as u64 * 32;
+            done = done.max(out.done);
+            i += m as u64;
+        }
+        k.stats.traffic.requested_bytes += bytes;
+        done
+    }
+}

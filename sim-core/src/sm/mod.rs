@@ -1,0 +1,450 @@
+//! One streaming multiprocessor: warp slots, sub-cores with their schedulers and pipes, CTA
+//! slots and the LD/ST path into the memory system.
+//!
+//! Time advances only through [`Sm::step`], which the engine calls at cycles when the SM may
+//! issue; the SM reports the next cycle at which it could. Stall reasons are attributed to
+//! every resident warp for every cycle, lazily: a warp remembers why it waits and since when,
+//! and the interval is counted when it becomes eligible again.
+
+pub mod banks;
+pub mod coalesce;
+mod issue;
+pub mod scheduler;
+pub mod warps;
+
+use std::sync::Arc;
+
+use gpusim_configs::Arch;
+use gpusim_isa::{CtaTrace, Cursor, Dim3};
+
+use crate::kernel_run::KernelRun;
+use crate::mem::MemorySystem;
+use crate::stats::StallReason;
+use coalesce::Sectors;
+use scheduler::{WarpScheduler, WarpView};
+use warps::{GroupRing, Phase, Warps};
+
+/// A CTA finished on an SM at cycle `at`; the engine frees its resources then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CtaDone {
+    pub at: u64,
+    pub sm: u32,
+    pub cta_slot: u16,
+}
+
+struct SubCore {
+    /// Warp slots resident on this sub-core, oldest first.
+    resident: Vec<u16>,
+    /// Cycle at which each pipe class can accept a new instruction.
+    pipe_free: [u64; gpusim_isa::UnitClass::ALL.len()],
+    scheduler: Box<dyn WarpScheduler>,
+    /// Registers in use in this sub-core's register file.
+    regs_used: u32,
+    free_slots: Vec<u16>,
+    /// Earliest cycle at which a warp of this sub-core may issue.
+    wake_at: u64,
+    order: Vec<u16>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct CtaSlot {
+    active: bool,
+    kernel: u16,
+    coord: Dim3,
+    slots: Vec<u16>,
+    live_warps: u32,
+    /// Warps waiting at the CTA barrier.
+    at_barrier: u32,
+    done_at: u64,
+    /// Completion of every bulk/TMA copy issued by the CTA so far (what an mbarrier wait
+    /// waits for in this model).
+    bulk_done: u64,
+    regs_per_warp: u32,
+    smem: u64,
+    threads: u32,
+}
+
+/// Static per-SM parameters derived from the chip once.
+struct SmParams {
+    max_warps: u32,
+    max_ctas: u32,
+    max_threads: u32,
+    regs_per_sub: u32,
+    smem: u64,
+    sub_cores: u32,
+    lsu_depth: u64,
+    l1_bytes_per_cycle: f64,
+    shared_banks: u32,
+    shared_bank_width: u32,
+    shared_latency: u64,
+    branch_resolve: u64,
+    sector: u64,
+}
+
+/// One SM.
+pub struct Sm {
+    pub id: u32,
+    p: SmParams,
+    subs: Vec<SubCore>,
+    w: Warps,
+    ctas: Vec<CtaSlot>,
+    warps_used: u32,
+    threads_used: u32,
+    smem_used: u64,
+    ctas_used: u32,
+    /// Cycle at which the L1/shared data port is next free (backlog of the LD/ST path).
+    port_free: u64,
+    next_age: u64,
+    rr_sub: u32,
+    /// Earliest cycle any sub-core may issue.
+    pub wake_at: u64,
+    sectors: Sectors,
+    lane_addrs: [u64; 32],
+}
+
+/// Why a warp could not issue this cycle, and until when.
+pub(crate) struct Blocked {
+    pub reason: StallReason,
+    pub until: u64,
+}
+
+impl Sm {
+    pub fn new(id: u32, arch: &Arch) -> Result<Sm, String> {
+        let s = &arch.sm;
+        let subs = (0..s.sub_cores)
+            .map(|_| {
+                Ok(SubCore {
+                    resident: Vec::with_capacity(64),
+                    pipe_free: [0; gpusim_isa::UnitClass::ALL.len()],
+                    scheduler: scheduler::build(&arch.scheduler.policy, arch.scheduler.active_warps)?,
+                    regs_used: 0,
+                    free_slots: Vec::new(),
+                    wake_at: u64::MAX,
+                    order: Vec::with_capacity(64),
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let mut sm = Sm {
+            id,
+            p: SmParams {
+                max_warps: s.max_warps,
+                max_ctas: s.max_ctas,
+                max_threads: s.max_threads,
+                regs_per_sub: s.registers / s.sub_cores.max(1),
+                smem: s.shared_mem_per_sm.0,
+                sub_cores: s.sub_cores.max(1),
+                lsu_depth: s.lsu_queue_depth as u64,
+                l1_bytes_per_cycle: arch.l1.bandwidth.0.max(1.0),
+                shared_banks: arch.l1.shared_banks,
+                shared_bank_width: arch.l1.shared_bank_width.0 as u32,
+                shared_latency: arch.l1.shared_latency.0,
+                branch_resolve: s.branch_resolve.0,
+                sector: arch.l1.sector.0.max(1),
+            },
+            subs,
+            w: Warps::new(s.max_warps as usize),
+            ctas: vec![CtaSlot::default(); s.max_ctas as usize],
+            warps_used: 0,
+            threads_used: 0,
+            smem_used: 0,
+            ctas_used: 0,
+            port_free: 0,
+            next_age: 0,
+            rr_sub: 0,
+            wake_at: u64::MAX,
+            sectors: Sectors::default(),
+            lane_addrs: [0; 32],
+        };
+        let nsub = sm.p.sub_cores as usize;
+        for slot in (0..s.max_warps as usize).rev() {
+            sm.subs[slot % nsub].free_slots.push(slot as u16);
+        }
+        Ok(sm)
+    }
+
+    /// Whether no CTA is resident.
+    pub fn idle(&self) -> bool {
+        self.ctas_used == 0
+    }
+
+    /// Whether a CTA of kernel `k` fits now.
+    pub fn fits(&self, k: &KernelRun) -> bool {
+        let o = &k.occupancy;
+        let threads = k.info.threads_per_cta();
+        if self.ctas_used + 1 > self.p.max_ctas
+            || self.warps_used + o.warps_per_cta > self.p.max_warps
+            || self.threads_used + threads > self.p.max_threads
+            || self.smem_used + o.smem_per_cta > self.p.smem
+        {
+            return false;
+        }
+        let (need_warps, need_regs) = self.per_sub_need(o.warps_per_cta, o.regs_per_warp);
+        self.subs.iter().enumerate().all(|(i, sc)| {
+            let i = (i + self.subs.len() - self.rr_sub as usize) % self.subs.len();
+            sc.free_slots.len() as u32 >= need_warps[i] && sc.regs_used + need_regs[i] <= self.p.regs_per_sub
+        })
+    }
+
+    /// Warps and registers each sub-core receives, indexed relative to `rr_sub` (the sub-core
+    /// that receives warp 0).
+    fn per_sub_need(&self, warps: u32, regs_per_warp: u32) -> ([u32; 8], [u32; 8]) {
+        let n = self.p.sub_cores.min(8);
+        let mut w = [0u32; 8];
+        let mut r = [0u32; 8];
+        for i in 0..warps {
+            let s = (i % n) as usize;
+            w[s] += 1;
+            r[s] += regs_per_warp;
+        }
+        (w, r)
+    }
+
+    /// Places a CTA of kernel `kidx` on this SM at cycle `now`. The caller checked [`Sm::fits`].
+    pub fn launch(&mut self, now: u64, kidx: u16, k: &mut KernelRun, cta: CtaTrace, done: &mut Vec<CtaDone>) {
+        let o = k.occupancy;
+        let slot_c = self.ctas.iter().position(|c| !c.active).expect("fits() checked CTA slots");
+        let nsub = self.subs.len();
+        let first_sub = self.rr_sub as usize;
+        self.rr_sub = (self.rr_sub + 1) % self.p.sub_cores;
+        let mut c = std::mem::take(&mut self.ctas[slot_c]);
+        c.slots.clear();
+        c.active = true;
+        c.kernel = kidx;
+        c.coord = cta.coord;
+        c.live_warps = cta.warps.len() as u32;
+        c.at_barrier = 0;
+        c.done_at = now;
+        c.bulk_done = 0;
+        c.regs_per_warp = o.regs_per_warp;
+        c.smem = o.smem_per_cta;
+        c.threads = k.info.threads_per_cta();
+        self.ctas_used += 1;
+        self.warps_used += cta.warps.len() as u32;
+        self.threads_used += c.threads;
+        self.smem_used += c.smem;
+
+        let res = &mut k.sm_resident[self.id as usize];
+        if res.0 == 0 {
+            res.1 = now;
+        }
+        res.0 += 1;
+
+        let mut empty = Vec::new();
+        for (wi, prog) in cta.warps.into_iter().enumerate() {
+            let sc = (first_sub + wi) % nsub;
+            let sub = &mut self.subs[sc];
+            let slot = sub.free_slots.pop().expect("fits() checked warp slots");
+            sub.regs_used += o.regs_per_warp;
+            sub.resident.push(slot);
+            sub.wake_at = sub.wake_at.min(now);
+            let s = slot as usize;
+            let w = &mut self.w;
+            w.phase[s] = Phase::Running;
+            w.cta_slot[s] = slot_c as u16;
+            w.kernel[s] = kidx;
+            w.warp_in_cta[s] = wi as u32;
+            w.age[s] = self.next_age;
+            self.next_age += 1;
+            w.mem_drain[s] = 0;
+            w.long_wait[s] = false;
+            w.async_groups[s] = GroupRing::default();
+            w.wgmma_groups[s] = GroupRing::default();
+            w.reg_ready[s] = [0; gpusim_isa::reg::REG_SPACE];
+            w.reg_reason[s] = [StallReason::Wait as u8; gpusim_isa::reg::REG_SPACE];
+            w.cursor[s] = Cursor::new(cta.coord.as_array(), wi as u32);
+            w.next[s] = w.cursor[s].peek(&prog).copied();
+            w.program[s] = Some(prog);
+            // The first instruction arrives after one fetch/decode cycle.
+            w.ready_at[s] = now + 1;
+            w.wait_reason[s] = StallReason::NoInstruction;
+            w.acct_from[s] = now;
+            c.slots.push(slot);
+            if w.next[s].is_none() {
+                empty.push(slot);
+            }
+        }
+        self.ctas[slot_c] = c;
+        self.wake_at = self.wake_at.min(now);
+        for slot in empty {
+            // A warp with an empty program exits at once.
+            self.exit_warp(slot as usize, now, k, done);
+        }
+    }
+
+    /// Frees the resources of a finished CTA (called by the engine at `done.at`).
+    pub fn retire(&mut self, cta_slot: u16, now: u64, k: &mut KernelRun) {
+        let c = &mut self.ctas[cta_slot as usize];
+        debug_assert!(c.active && c.live_warps == 0);
+        c.active = false;
+        let nsub = self.subs.len();
+        for &slot in &c.slots {
+            let s = slot as usize;
+            self.w.phase[s] = Phase::Free;
+            self.w.program[s] = None;
+            let sub = &mut self.subs[s % nsub];
+            sub.free_slots.push(slot);
+            sub.regs_used -= c.regs_per_warp;
+        }
+        self.ctas_used -= 1;
+        self.warps_used -= c.slots.len() as u32;
+        self.threads_used -= c.threads;
+        self.smem_used -= c.smem;
+        let res = &mut k.sm_resident[self.id as usize];
+        res.0 -= 1;
+        if res.0 == 0 {
+            k.stats.sm_active_cycles += now - res.1;
+        }
+    }
+
+    /// The kernel index of the CTA in `cta_slot`.
+    pub fn cta_kernel(&self, cta_slot: u16) -> u16 {
+        self.ctas[cta_slot as usize].kernel
+    }
+
+    /// Issues for one cycle; returns whether any warp issued. `wake_at` says when to call again.
+    pub fn step(&mut self, now: u64, kernels: &mut [KernelRun], mem: &mut dyn MemorySystem, done: &mut Vec<CtaDone>) -> bool {
+        let mut any = false;
+        let nsub = self.subs.len();
+        let mut wake = u64::MAX;
+        for sc in 0..nsub {
+            if self.subs[sc].wake_at > now {
+                wake = wake.min(self.subs[sc].wake_at);
+                continue;
+            }
+            let mut order = std::mem::take(&mut self.subs[sc].order);
+            {
+                let sub = &mut self.subs[sc];
+                let view = WarpView { now, ready_at: &self.w.ready_at, age: &self.w.age, long_wait: &self.w.long_wait };
+                sub.scheduler.order(&sub.resident, &view, &mut order);
+            }
+            let mut issued = false;
+            let mut sub_wake = u64::MAX;
+            for &slot in &order {
+                let s = slot as usize;
+                if self.w.phase[s] != Phase::Running {
+                    continue;
+                }
+                if self.w.ready_at[s] > now {
+                    sub_wake = sub_wake.min(self.w.ready_at[s]);
+                    continue;
+                }
+                let k = &mut kernels[self.w.kernel[s] as usize];
+                let from = self.w.acct_from[s];
+                if now > from {
+                    k.stats.stall(self.w.wait_reason[s], now - from);
+                }
+                if issued {
+                    k.stats.stall(StallReason::NotSelected, 1);
+                    self.w.acct_from[s] = now + 1;
+                    sub_wake = sub_wake.min(now + 1);
+                    continue;
+                }
+                match self.issue(sc, s, now, k, mem, done) {
+                    Ok(()) => {
+                        issued = true;
+                        any = true;
+                        self.subs[sc].scheduler.issued(slot);
+                        if self.w.phase[s] == Phase::Running {
+                            sub_wake = sub_wake.min(self.w.ready_at[s]);
+                        }
+                    }
+                    Err(b) => {
+                        self.w.ready_at[s] = b.until;
+                        self.w.wait_reason[s] = b.reason;
+                        self.w.acct_from[s] = now;
+                        sub_wake = sub_wake.min(b.until);
+                    }
+                }
+            }
+            self.subs[sc].order = order;
+            // Another sub-core's barrier release may have woken this one during the loop.
+            let sub = &mut self.subs[sc];
+            sub.wake_at = if sub.wake_at > now { sub.wake_at.min(sub_wake) } else { sub_wake };
+            wake = wake.min(sub.wake_at);
+        }
+        // Sub-cores stepped before a release in a later one were woken through `wake_all_subs`.
+        for sub in &self.subs {
+            wake = wake.min(sub.wake_at);
+        }
+        self.wake_at = wake;
+        any
+    }
+
+    /// Marks `slot` ready at `at` (an event released it) and wakes its sub-core.
+    fn wake_warp(&mut self, slot: usize, at: u64) {
+        self.w.ready_at[slot] = at;
+        let nsub = self.subs.len();
+        let sub = &mut self.subs[slot % nsub];
+        sub.wake_at = sub.wake_at.min(at);
+    }
+
+    /// The warp leaves: stalls until its stores drain, then its slot waits for the CTA to finish.
+    fn exit_warp(&mut self, s: usize, now: u64, k: &mut KernelRun, done: &mut Vec<CtaDone>) {
+        let drain_end = (now + 1).max(self.w.mem_drain[s]);
+        k.stats.stall(StallReason::Drain, drain_end - (now + 1));
+        self.w.phase[s] = Phase::Draining;
+        self.w.ready_at[s] = u64::MAX;
+        self.w.next[s] = None;
+        let nsub = self.subs.len();
+        let sub = &mut self.subs[s % nsub];
+        sub.resident.retain(|&x| x as usize != s);
+        sub.scheduler.removed(s as u16);
+        let cs = self.w.cta_slot[s] as usize;
+        let c = &mut self.ctas[cs];
+        c.live_warps -= 1;
+        c.done_at = c.done_at.max(drain_end);
+        if c.live_warps == 0 {
+            done.push(CtaDone { at: c.done_at, sm: self.id, cta_slot: cs as u16 });
+        } else {
+            self.try_release_barrier(cs, now);
+        }
+    }
+
+    /// Releases the CTA barrier when every live warp has arrived (exited warps count as arrived).
+    fn try_release_barrier(&mut self, cs: usize, now: u64) {
+        let c = &self.ctas[cs];
+        if c.at_barrier == 0 || c.at_barrier < c.live_warps {
+            return;
+        }
+        let slots = c.slots.clone();
+        self.ctas[cs].at_barrier = 0;
+        for slot in slots {
+            let s = slot as usize;
+            if self.w.phase[s] == Phase::Barrier {
+                self.w.phase[s] = Phase::Running;
+                let at = self.w.held_ready[s].max(now + 1);
+                self.wake_warp(s, at);
+            }
+        }
+    }
+
+    /// Describes every resident warp, for the watchdog.
+    pub fn describe_stuck(&self, kernels: &[KernelRun], out: &mut Vec<String>) {
+        for s in 0..self.w.len() {
+            let phase = self.w.phase[s];
+            if phase == Phase::Free || phase == Phase::Draining {
+                continue;
+            }
+            let k = &kernels[self.w.kernel[s] as usize];
+            let c = &self.ctas[self.w.cta_slot[s] as usize];
+            let what = match self.w.next[s] {
+                Some(i) => k.descs.get(i.op as usize).map(|d| d.mnemonic.clone()).unwrap_or_default(),
+                None => "(end of program)".into(),
+            };
+            let waits = match phase {
+                Phase::Barrier => format!("a CTA barrier ({} of {} live warps arrived)", c.at_barrier, c.live_warps),
+                _ if self.w.ready_at[s] == u64::MAX => format!("an event that never comes ({})", self.w.wait_reason[s].name()),
+                _ => format!("{} until cycle {}", self.w.wait_reason[s].name(), self.w.ready_at[s]),
+            };
+            out.push(format!(
+                "kernel `{}` CTA {} warp {} on SM {}: next `{}`, waiting for {}",
+                k.info.name, c.coord, self.w.warp_in_cta[s], self.id, what, waits
+            ));
+        }
+    }
+
+    /// The program of a slot (for the issue logic).
+    fn program(&self, s: usize) -> &Arc<gpusim_isa::Program> {
+        self.w.program[s].as_ref().expect("running warp has a program")
+    }
+}

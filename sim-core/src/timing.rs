@@ -1,0 +1,153 @@
+//! Per-opcode timing resolved against a chip: what the hot loop looks up by op id.
+//!
+//! Precedence for latency and issue interval: `[opcodes.<BASE>]` in the config, then the
+//! `[pipes.<class>]` of the opcode's unit class. Tensor instructions with a known shape take
+//! their issue interval from the config's FLOP/clk/SM rate for their input type (shared by the
+//! SM's sub-cores), so a chip with twice the tensor rate runs MMAs twice as fast.
+
+use gpusim_configs::Arch;
+use gpusim_isa::{MemSpace, OpDesc, Semantics, UnitClass};
+
+use crate::stats::StallReason;
+
+/// What kind of work the issue stage must do for an instruction.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum OpKind {
+    /// Fixed-latency arithmetic/logic on a pipe.
+    Alu,
+    /// Global, local, generic or texture memory through the LD/ST unit and the memory system.
+    GlobalMem,
+    /// Shared memory (LDS/STS/LDSM/STSM/ATOMS), serialised by bank conflicts.
+    SharedMem,
+    /// `LDGSTS`: global read whose data lands in shared memory, tracked by async groups.
+    AsyncCopy,
+    AsyncCommit,
+    AsyncWait,
+    /// TMA or bulk copy: one instruction moves `bulk_bytes`.
+    Bulk,
+    Branch,
+    Exit,
+    BarrierSync,
+    BarrierArrive,
+    MemBarrier,
+    WgmmaAsync,
+    WgmmaWait,
+    /// mbarrier arrive/wait and other instructions modelled as fixed latency for now.
+    Other,
+}
+
+/// Timing of one op id, resolved for one chip.
+#[derive(Clone, Copy, Debug)]
+pub struct OpTiming {
+    pub kind: OpKind,
+    pub class: UnitClass,
+    pub latency: u32,
+    pub interval: u32,
+    /// What a dependent instruction's wait counts as.
+    pub dep_reason: StallReason,
+    pub mem: MemSpace,
+    /// Bytes per active lane of a memory access.
+    pub width: u32,
+    pub load: bool,
+    pub store: bool,
+    pub bypass_l1: bool,
+    /// `LDSM`/`STSM` matrix count.
+    pub matrices: u32,
+    /// CUDA-core FLOPs per active lane (FFMA 2, FADD 1, HFMA2 4, DFMA 2, ...).
+    pub flops_per_lane: u32,
+    /// Tensor FLOPs of one warp's instruction.
+    pub tensor_flops: u64,
+    pub known: bool,
+}
+
+fn cuda_core_flops(d: &OpDesc) -> u32 {
+    match d.base.as_str() {
+        "FFMA" | "FFMA32I" | "DFMA" => 2,
+        "FADD" | "FADD32I" | "FMUL" | "FMUL32I" | "DADD" | "DMUL" => 1,
+        "HFMA2" | "HFMA2_32I" => 4,
+        "HADD2" | "HADD2_32I" | "HMUL2" | "HMUL2_32I" => 2,
+        _ => 0,
+    }
+}
+
+/// Resolves the timing of `d` on `arch`.
+pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
+    let class_timing = arch.pipes.get(d.unit);
+    let over = arch.opcodes.get(&d.base);
+    let pick = over.copied().unwrap_or(class_timing);
+    let mut latency = pick.latency.0.max(1) as u32;
+    let mut interval = pick.issue_interval.0.max(1) as u32;
+
+    let kind = match d.semantics {
+        Semantics::Exit => OpKind::Exit,
+        Semantics::Branch => OpKind::Branch,
+        Semantics::BarrierSync => OpKind::BarrierSync,
+        Semantics::BarrierArrive => OpKind::BarrierArrive,
+        Semantics::MemBarrier => OpKind::MemBarrier,
+        Semantics::AsyncCopy => OpKind::AsyncCopy,
+        Semantics::AsyncCommit => OpKind::AsyncCommit,
+        Semantics::AsyncWait => OpKind::AsyncWait,
+        Semantics::TmaLoad | Semantics::TmaStore | Semantics::BulkCopy => OpKind::Bulk,
+        Semantics::WgmmaAsync => OpKind::WgmmaAsync,
+        Semantics::WgmmaWait => OpKind::WgmmaWait,
+        _ => match d.mem {
+            MemSpace::Shared => OpKind::SharedMem,
+            MemSpace::Global | MemSpace::Local | MemSpace::Generic | MemSpace::Texture | MemSpace::SharedCluster => {
+                OpKind::GlobalMem
+            }
+            MemSpace::Const | MemSpace::None => {
+                if d.unit == UnitClass::Mem {
+                    OpKind::Other
+                } else {
+                    OpKind::Alu
+                }
+            }
+        },
+    };
+
+    let mut tensor_flops = 0;
+    if let Some(shape) = d.tensor {
+        let whole = shape.flops();
+        // A warpgroup MMA is issued by each of the 4 warps of the group; each warp's share is a quarter.
+        let per_warp = if d.semantics == Semantics::WgmmaAsync { whole / 4 } else { whole };
+        tensor_flops = per_warp;
+        if over.is_none() {
+            let rate = arch.tensor.flops_per_clk_per_sm.get(shape.input.rate_key()).copied().unwrap_or(0.0);
+            if rate > 0.0 {
+                let per_sub = rate / arch.sm.sub_cores.max(1) as f64;
+                interval = ((per_warp as f64 / per_sub).ceil() as u32).max(1);
+                latency = if d.semantics == Semantics::WgmmaAsync {
+                    arch.tensor.wgmma_base_latency.0 as u32 + interval
+                } else {
+                    (arch.tensor.mma_latency.0 as u32).max(interval)
+                };
+            }
+        }
+    }
+
+    let dep_reason = match (kind, d.unit) {
+        (OpKind::GlobalMem | OpKind::Bulk | OpKind::AsyncCopy, _) => StallReason::LongScoreboard,
+        (OpKind::SharedMem, _) | (_, UnitClass::Mufu | UnitClass::Conv) => StallReason::ShortScoreboard,
+        (OpKind::Other, _) => StallReason::ShortScoreboard,
+        (OpKind::WgmmaAsync, _) => StallReason::MathDependency,
+        _ if d.base == "S2R" || d.base == "SHFL" || d.base == "S2UR" => StallReason::ShortScoreboard,
+        _ => StallReason::Wait,
+    };
+
+    OpTiming {
+        kind,
+        class: d.unit,
+        latency,
+        interval,
+        dep_reason,
+        mem: d.mem,
+        width: d.width as u32,
+        load: d.load,
+        store: d.store,
+        bypass_l1: d.bypass_l1,
+        matrices: d.matrices as u32,
+        flops_per_lane: cuda_core_flops(d),
+        tensor_flops,
+        known: d.known,
+    }
+}

@@ -1,0 +1,106 @@
+//! Device-timing tests in the manner of Ramulator 2: each pins the earliest cycle at which
+//! something may happen on the synthetic chip of `common::arch`.
+
+mod common;
+
+use common::*;
+use gpusim_isa::ProgramBuilder;
+
+fn chain_cycles(n: u32, latency: u64) -> u64 {
+    let mut a = arch(1);
+    a.pipes.by_class[gpusim_isa::UnitClass::Fp32.index()].latency = gpusim_configs::Cycles(latency);
+    let mut kb = KB::new("chain", 1, 32);
+    let p = ffma_program(&mut kb, n, 1);
+    let p = kb.program(p);
+    kb.all_warps(p);
+    run1(&a, kb.build()).kernels[0].cycles
+}
+
+#[test]
+fn dependent_ffma_chain_takes_n_times_latency() {
+    for lat in [4u64, 5, 8] {
+        let a = chain_cycles(50, lat);
+        let b = chain_cycles(150, lat);
+        assert_eq!(b - a, 100 * lat, "latency {lat}: {a} vs {b}");
+        // Fetch (1 cycle), 49 waits of `lat` between the 50 FFMAs, the FFMA's own issue cycle,
+        // EXIT's issue cycle: nothing else. EXIT does not wait for the unused last result.
+        assert_eq!(a, 1 + 49 * lat + 1 + 1, "latency {lat}");
+    }
+}
+
+fn independent_cycles(n: u32, warps: u32) -> u64 {
+    let a = arch(1);
+    let mut kb = KB::new("indep", 1, 32 * warps);
+    let p = ffma_program(&mut kb, n, 8);
+    let p = kb.program(p);
+    kb.all_warps(p);
+    run1(&a, kb.build()).kernels[0].cycles
+}
+
+#[test]
+fn independent_ffmas_issue_one_per_cycle_per_scheduler() {
+    // One warp per sub-core: one FFMA per cycle each.
+    let d1 = independent_cycles(400, 4) - independent_cycles(200, 4);
+    assert_eq!(d1, 200);
+    // Two warps per sub-core share its scheduler: twice as long.
+    let d2 = independent_cycles(400, 8) - independent_cycles(200, 8);
+    assert_eq!(d2, 400);
+}
+
+#[test]
+fn issue_interval_limits_throughput() {
+    let mut a = arch(1);
+    a.pipes.by_class[gpusim_isa::UnitClass::Fp32.index()].issue_interval = gpusim_configs::Cycles(2);
+    let cyc = |n| {
+        let mut kb = KB::new("indep", 1, 32);
+        let p = ffma_program(&mut kb, n, 8);
+        let p = kb.program(p);
+        kb.all_warps(p);
+        run1(&a, kb.build()).kernels[0].cycles
+    };
+    assert_eq!(cyc(400) - cyc(200), 400);
+}
+
+#[test]
+fn barrier_releases_only_when_every_warp_arrived() {
+    let a = arch(1);
+    let mut kb = KB::new("bar", 1, 64);
+    // Warp 0: barrier at once, then one FFMA. Warp 1: a 100-long dependent chain, then barrier.
+    let mut b0 = ProgramBuilder::new("early");
+    let bar = kb.inst("BAR.SYNC.DEFER_BLOCKING", None, &[]);
+    let f = kb.inst("FFMA", Some(10), &[10, 2, 10]);
+    let exit = kb.inst("EXIT", None, &[]);
+    b0.inst(bar).inst(f).inst(exit);
+    let p0 = kb.program(b0.finish().unwrap());
+    let mut b1 = ProgramBuilder::new("late");
+    for _ in 0..100 {
+        b1.inst(f);
+    }
+    b1.inst(bar).inst(exit);
+    let p1 = kb.program(b1.finish().unwrap());
+    kb.layout = vec![p0, p1];
+    let r = run1(&a, kb.build());
+    let k = &r.kernels[0];
+    // Warp 1 arrives after its chain (fetch + 100·4 cycles); warp 0 waits for it the whole time.
+    // Warp 1 issues its FFMAs at cycles 1, 5, ..., 397 and arrives (issues BAR) at 398. Warp 0
+    // issued BAR at cycle 1 and waits from cycle 2 until the release: exactly 397 cycles.
+    assert_eq!(k.stalls["barrier"], 397);
+    // After release warp 0 still runs its FFMA: the kernel outlasts the chain by at least that.
+    assert!(k.cycles >= 1 + 400 + 1 + 1, "{}", k.cycles);
+    assert_eq!(k.resident_warp_cycles, k.stalls.values().sum::<u64>());
+}
+
+#[test]
+fn stall_reasons_add_up_to_resident_warp_cycles() {
+    let a = arch(2);
+    let mut kb = KB::new("mix", 8, 256);
+    let p = ffma_program(&mut kb, 64, 2);
+    let p = kb.program(p);
+    kb.all_warps(p);
+    let r = run1(&a, kb.build());
+    let k = &r.kernels[0];
+    assert_eq!(k.resident_warp_cycles, k.stalls.values().sum::<u64>());
+    assert_eq!(k.stalls["selected"], k.warp_instructions);
+    assert!(k.stalls.contains_key("not_selected"));
+    assert!(k.stalls.contains_key("wait"));
+}
