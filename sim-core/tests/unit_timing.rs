@@ -85,8 +85,8 @@ fn barrier_releases_only_when_every_warp_arrived() {
     // Warp 1 issues its FFMAs at cycles 1, 5, ..., 397 and arrives (issues BAR) at 398. Warp 0
     // issued BAR at cycle 1 and waits from cycle 2 until the release: exactly 397 cycles.
     assert_eq!(k.stalls["barrier"], 397);
-    // After release warp 0 still runs its FFMA: the kernel outlasts the chain by at least that.
-    assert!(k.cycles >= 1 + 400 + 1 + 1, "{}", k.cycles);
+    // Released at 398, warp 0 issues its FFMA at 399 and EXIT at 400; the CTA ends at 401.
+    assert_eq!(k.cycles, 401);
     assert_eq!(k.resident_warp_cycles, k.stalls.values().sum::<u64>());
 }
 
