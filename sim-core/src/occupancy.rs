@@ -77,6 +77,15 @@ pub fn occupancy(arch: &Arch, k: &KernelInfo) -> Result<Occupancy, String> {
     let regs_per_sub = sm.registers / sub;
     let warps_per_sub = regs_per_sub / regs_per_warp;
     let by_regs = (warps_per_sub * sub) / warps;
+    // The calculator's hardware check: a CTA's warps, rounded up to whole sub-core groups, must
+    // fit the per-block register limit (the SM's register file).
+    let regs_assumed = regs_per_warp as u64 * (warps.div_ceil(sub) * sub) as u64;
+    if regs_assumed > sm.registers as u64 {
+        return Err(format!(
+            "{warps} warps × {regs_per_warp} registers per warp need {regs_assumed} registers, more than the {} a CTA may use",
+            sm.registers
+        ));
+    }
 
     let smem_per_cta = round_up(k.smem_bytes as u64, sm.shared_mem_alloc_unit.0.max(1)) + sm.shared_mem_reserved_per_cta.0;
     let by_smem = (sm.shared_mem_per_sm.0 / smem_per_cta.max(1)).min(u32::MAX as u64) as u32;

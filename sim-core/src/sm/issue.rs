@@ -183,8 +183,8 @@ impl Sm {
         k: &mut KernelRun,
         done: &mut Vec<CtaDone>,
     ) -> Result<(), Blocked> {
-        let prog = self.w.program[s].clone().expect("running warp has a program");
-        let next = self.w.cursor[s].peek(&prog).copied();
+        let prog = self.w.program[s].as_deref().expect("running warp has a program");
+        let next = self.w.cursor[s].peek(prog).copied();
         self.w.next[s] = next;
         let Some(inst) = next else {
             // Falling off the end of the program is an implicit EXIT.
@@ -219,8 +219,8 @@ impl Sm {
 
     /// A global/local access through the LD/ST port and the memory system; returns completion.
     fn global_access(&mut self, s: usize, inst: &Inst, t: &OpTiming, now: u64, k: &mut KernelRun, mem: &mut dyn MemorySystem) -> u64 {
-        let prog = self.program(s).clone();
-        if !self.w.cursor[s].lane_addresses(&prog, inst, &mut self.lane_addrs) {
+        let prog = self.w.program[s].as_deref().expect("running warp has a program");
+        if !self.w.cursor[s].lane_addresses(prog, inst, &mut self.lane_addrs) {
             return now + t.latency as u64;
         }
         self.sectors.coalesce(&self.lane_addrs, inst.mask, t.width.max(1));
@@ -259,8 +259,8 @@ impl Sm {
 
     /// A shared-memory access: bank-conflict wavefronts on the data port; returns completion.
     fn shared_access(&mut self, s: usize, inst: &Inst, t: &OpTiming, now: u64, k: &mut KernelRun) -> u64 {
-        let prog = self.program(s).clone();
-        let (wavefronts, mask, width) = if self.w.cursor[s].lane_addresses(&prog, inst, &mut self.lane_addrs) {
+        let prog = self.w.program[s].as_deref().expect("running warp has a program");
+        let (wavefronts, mask, width) = if self.w.cursor[s].lane_addresses(prog, inst, &mut self.lane_addrs) {
             let (mask, width) = if t.matrices > 0 {
                 // ldmatrix/stmatrix: 8 lanes give the 16-byte rows of each matrix.
                 let lanes = 8 * t.matrices.min(4);
@@ -282,8 +282,8 @@ impl Sm {
 
     /// A bulk copy of `bytes` contiguous bytes from the instruction's base address.
     fn bulk_access(&mut self, s: usize, inst: &Inst, t: &OpTiming, now: u64, k: &mut KernelRun, mem: &mut dyn MemorySystem) -> u64 {
-        let prog = self.program(s).clone();
-        let Some(base) = self.w.cursor[s].base_address(&prog, inst) else {
+        let prog = self.w.program[s].as_deref().expect("running warp has a program");
+        let Some(base) = self.w.cursor[s].base_address(prog, inst) else {
             return now + t.latency as u64;
         };
         let bytes = inst.mem.map(|m| m.bulk_bytes as u64).unwrap_or(0).max(1);

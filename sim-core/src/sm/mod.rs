@@ -12,8 +12,6 @@ mod issue;
 pub mod scheduler;
 pub mod warps;
 
-use std::sync::Arc;
-
 use gpusim_configs::Arch;
 use gpusim_isa::{CtaTrace, Cursor, Dim3};
 
@@ -441,10 +439,5 @@ impl Sm {
                 k.info.name, c.coord, self.w.warp_in_cta[s], self.id, what, waits
             ));
         }
-    }
-
-    /// The program of a slot (for the issue logic).
-    fn program(&self, s: usize) -> &Arc<gpusim_isa::Program> {
-        self.w.program[s].as_ref().expect("running warp has a program")
     }
 }
