@@ -1,1 +1,68 @@
-fn main() {}
+//! The `gpusim` command line: the only part of gpusim that prints or touches files.
+
+mod arch_cmd;
+mod bench;
+mod error;
+mod open;
+mod print;
+mod run;
+mod trace_cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use error::CliResult;
+
+/// gpusim: a cycle-approximate GPU performance simulator.
+#[derive(Parser)]
+#[command(name = "gpusim", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate a trace on a chip and report time, throughput, utilisation and stall reasons.
+    Run(run::RunArgs),
+    /// Inspect chip descriptions: list, show, validate, explain, diff.
+    Arch {
+        #[command(subcommand)]
+        cmd: arch_cmd::ArchCmd,
+    },
+    /// Work with trace files (convert between text and binary, summarise).
+    Trace {
+        #[command(subcommand)]
+        cmd: trace_cmd::TraceCmd,
+    },
+    /// Measure simulation speed (simulated warp instructions per second) on traces.
+    Bench {
+        /// Chip preset or TOML file.
+        #[arg(long, default_value = "h100-sxm5-80gb")]
+        arch: String,
+        /// Runs per trace; the fastest counts.
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
+        /// Traces to run (default: the shipped examples under examples/).
+        traces: Vec<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let res: CliResult = match cli.cmd {
+        Cmd::Run(a) => run::run(a),
+        Cmd::Arch { cmd } => arch_cmd::arch(cmd),
+        Cmd::Trace { cmd } => trace_cmd::trace(cmd),
+        Cmd::Bench { arch, repeat, traces } => bench::bench(&arch, repeat, traces),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.code as u8)
+        }
+    }
+}

@@ -1,8 +1,10 @@
 //! The validated chip description the simulator consumes.
 //!
-//! An `Arch` that exists is a chip that makes sense: [`crate::load`] builds it from TOML (with
-//! inheritance), fills defaults, and runs the cross-field checks. Every field is in typed units.
-//! The TOML schema, parameter descriptions and valid ranges live in [`crate::schema`]; this file
+//! An `Arch` that exists is a chip that makes sense: [`crate::load()`] builds it from TOML (with
+//! inheritance), fills defaults, and runs the cross-field checks ([`crate::validate()`]). Every
+//! field is in typed units. The TOML schema, parameter descriptions, units, defaults and valid
+//! ranges are declared in `schema.rs` and available through [`crate::explain`] and
+//! [`crate::all_params`]; the TOML key of a field is `<section>.<field>` (`l2.slices`). This file
 //! is the contract with `sim-core`.
 
 use std::collections::BTreeMap;

@@ -80,13 +80,13 @@ impl std::error::Error for UnitError {}
 /// Splits `"1.98 GHz"` into (1.98, "GHz"); a bare number gives an empty unit.
 fn split(text: &str) -> Result<(f64, &str), UnitError> {
     let t = text.trim();
-    let end = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == '_')).unwrap_or(t.len());
+    let end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == '_'))
+        .unwrap_or(t.len());
     // "e" may start a unit word ("e" never starts one we accept), so back off if parse fails.
     let (num, unit) = t.split_at(end);
     let num_clean = num.replace('_', "");
-    let v: f64 = num_clean
-        .parse()
-        .map_err(|_| UnitError(format!("`{text}` does not start with a number")))?;
+    let v: f64 = num_clean.parse().map_err(|_| UnitError(format!("`{text}` does not start with a number")))?;
     if !v.is_finite() {
         return Err(UnitError(format!("`{text}` is not a finite number")));
     }
@@ -254,6 +254,91 @@ impl fmt::Display for BytesPerCycle {
     }
 }
 
+/// How a unit type reads from TOML: always from a string with a unit; from a bare number only
+/// where the number has an obvious unit (bytes, cycles, bytes per cycle).
+trait FromToml: std::str::FromStr<Err = UnitError> {
+    /// What a value looks like, for "invalid type" messages.
+    const EXPECTING: &'static str;
+    /// The value of a bare whole number, or `None` where a bare number needs a unit.
+    fn from_whole(v: u64) -> Option<Self>;
+    /// The value of a bare fractional number, or `None` where that is not meaningful.
+    fn from_fraction(_v: f64) -> Option<Self> {
+        None
+    }
+}
+
+struct UnitVisitor<T>(std::marker::PhantomData<T>);
+
+impl<T: FromToml> UnitVisitor<T> {
+    fn bare<E: serde::de::Error>(shown: &str, r: Option<T>) -> Result<T, E> {
+        r.ok_or_else(|| E::custom(format!("bare number `{shown}` needs a unit here; write {}", T::EXPECTING)))
+    }
+}
+
+impl<'de, T: FromToml> serde::de::Visitor<'de> for UnitVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        v.parse().map_err(|e: UnitError| E::custom(e))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        if v < 0 {
+            return Err(E::custom(format!("`{v}` is negative; sizes, rates and times must be ≥ 0")));
+        }
+        Self::bare(&v.to_string(), T::from_whole(v as u64))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        Self::bare(&v.to_string(), T::from_whole(v))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
+        if v < 0.0 {
+            return Err(E::custom(format!("`{v}` is negative; sizes, rates and times must be ≥ 0")));
+        }
+        if !v.is_finite() {
+            return Err(E::custom(format!("`{v}` is not a finite number")));
+        }
+        Self::bare(&v.to_string(), T::from_fraction(v))
+    }
+}
+
+macro_rules! deserialize_unit {
+    ($($t:ty => $expecting:literal, whole: $whole:expr, fraction: $fraction:expr;)*) => {$(
+        impl FromToml for $t {
+            const EXPECTING: &'static str = $expecting;
+            fn from_whole(v: u64) -> Option<Self> {
+                #[allow(clippy::redundant_closure_call)]
+                ($whole)(v)
+            }
+            fn from_fraction(v: f64) -> Option<Self> {
+                #[allow(clippy::redundant_closure_call)]
+                ($fraction)(v)
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(UnitVisitor::<$t>(std::marker::PhantomData))
+            }
+        }
+    )*};
+}
+
+deserialize_unit! {
+    Bytes => "a size such as \"50 MiB\" or a whole number of bytes",
+        whole: |v| Some(Bytes(v)), fraction: |_| None;
+    Hertz => "a frequency such as \"1.98 GHz\" or \"1410 MHz\"",
+        whole: |_| None, fraction: |_| None;
+    BytesPerSec => "a bandwidth such as \"3.35 TB/s\"",
+        whole: |_| None, fraction: |_| None;
+    Cycles => "a whole number of cycles such as \"33 cycles\" or 33",
+        whole: |v| Some(Cycles(v)), fraction: |_| None;
+    BytesPerCycle => "a bandwidth such as \"128 B/clk\" or 128",
+        whole: |v| Some(BytesPerCycle(v as f64)), fraction: |v| Some(BytesPerCycle(v));
+    Picos => "a duration such as \"120 ns\"",
+        whole: |_| None, fraction: |_| None;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +363,47 @@ mod tests {
         assert!("1.5 B".parse::<Bytes>().is_err());
         assert!("1980".parse::<Hertz>().unwrap_err().0.contains("needs a unit"));
         assert!("abc".parse::<Cycles>().is_err());
+    }
+
+    #[test]
+    fn deserializes_strings_and_obvious_bare_numbers() {
+        #[derive(serde::Deserialize)]
+        struct W {
+            b: Bytes,
+            c: Cycles,
+            r: BytesPerCycle,
+            h: Hertz,
+        }
+        let w: W = toml::from_str("b = 4096\nc = \"33 cycles\"\nr = 64.5\nh = \"1.98 GHz\"").unwrap();
+        assert_eq!((w.b, w.c, w.r, w.h), (Bytes(4096), Cycles(33), BytesPerCycle(64.5), Hertz(1_980_000_000)));
+        let e = toml::from_str::<W>("b = -1\nc = 1\nr = 1\nh = \"1 GHz\"").err().unwrap();
+        assert!(e.message().contains("negative"), "{e}");
+        let e = toml::from_str::<W>("b = 1\nc = 1\nr = 1\nh = 1980").err().unwrap();
+        assert!(e.message().contains("needs a unit"), "{e}");
+        let e = toml::from_str::<W>("b = 1.5\nc = 1\nr = 1\nh = \"1 GHz\"").err().unwrap();
+        assert!(e.message().contains("needs a unit"), "{e}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn scaled_units_multiply(n in 0u64..1 << 30, unit in proptest::sample::select(vec![
+            ("B", 1u64), ("KiB", 1 << 10), ("MiB", 1 << 20), ("kB", 1_000), ("MB", 1_000_000),
+        ])) {
+            proptest::prop_assert_eq!(format!("{n} {}", unit.0).parse::<Bytes>().unwrap(), Bytes(n * unit.1));
+            proptest::prop_assert_eq!(format!("{n} cycles").parse::<Cycles>().unwrap(), Cycles(n));
+            proptest::prop_assert_eq!(format!("{n} MHz").parse::<Hertz>().unwrap(), Hertz(n * 1_000_000));
+            proptest::prop_assert_eq!(format!("{n} ns").parse::<Picos>().unwrap(), Picos(n * 1_000));
+        }
+
+        #[test]
+        fn parsing_never_panics(s in "\\PC{0,16}") {
+            let _ = s.parse::<Bytes>();
+            let _ = s.parse::<Hertz>();
+            let _ = s.parse::<BytesPerSec>();
+            let _ = s.parse::<Cycles>();
+            let _ = s.parse::<BytesPerCycle>();
+            let _ = s.parse::<Picos>();
+        }
     }
 
     #[test]

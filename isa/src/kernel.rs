@@ -8,7 +8,7 @@ use crate::opcode::{OpDesc, decode};
 use crate::program::{OpId, Program};
 
 /// A 3-D extent or coordinate (grid, block, cluster, CTA index).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Dim3 {
     pub x: u32,
     pub y: u32,
@@ -195,10 +195,10 @@ impl KernelTrace {
         for p in &self.programs {
             p.check().map_err(|e| format!("program `{}`: {e}", p.name))?;
             for s in &p.steps {
-                if let crate::program::Step::Inst(i) = s {
-                    if i.op as usize >= self.ops.len() {
-                        return Err(format!("program `{}`: opcode id {} is not in the table", p.name, i.op));
-                    }
+                if let crate::program::Step::Inst(i) = s
+                    && i.op as usize >= self.ops.len()
+                {
+                    return Err(format!("program `{}`: opcode id {} is not in the table", p.name, i.op));
                 }
             }
         }

@@ -596,22 +596,10 @@ fn apply_modifiers(d: &mut OpDesc, mods: &[&str]) {
                 d.semantics = Semantics::WgmmaWait;
             }
         }
-        "BAR" => {
-            if mods.iter().any(|m| *m == "ARV") {
-                d.semantics = Semantics::BarrierArrive;
-            }
-        }
-        "MUFU" => {
-            // EX2/RCP/RSQ are faster than SIN/COS/LG2 on Ampere (Jia et al. 2021).
-            if mods.iter().any(|m| matches!(*m, "SIN" | "COS" | "LG2" | "SQRT")) {
-                d.latency = 22;
-            }
-        }
-        "IMAD" | "LEA" => {
-            if mods.iter().any(|m| *m == "WIDE") {
-                d.issue_interval = 2;
-            }
-        }
+        "BAR" if mods.contains(&"ARV") => d.semantics = Semantics::BarrierArrive,
+        // EX2/RCP/RSQ are faster than SIN/COS/LG2 on Ampere (Jia et al. 2021).
+        "MUFU" if mods.iter().any(|m| matches!(*m, "SIN" | "COS" | "LG2" | "SQRT")) => d.latency = 22,
+        "IMAD" | "LEA" if mods.contains(&"WIDE") => d.issue_interval = 2,
         _ => {}
     }
     if d.unit == UnitClass::Tensor {
@@ -644,8 +632,16 @@ fn tensor_shape(base: &str, mods: &[&str], types: &[TensorType]) -> Option<Tenso
     let input = match base {
         "DMMA" => TensorType::F64,
         "BMMA" | "BGMMA" => TensorType::B1,
-        "IMMA" | "IGMMA" | "UTCIMMA" => types.iter().copied().find(|t| matches!(t, TensorType::S8 | TensorType::U8 | TensorType::S4)).unwrap_or(TensorType::S8),
-        "QGMMA" | "UTCQMMA" => types.iter().copied().find(|t| matches!(t, TensorType::E4m3 | TensorType::E5m2 | TensorType::Fp6 | TensorType::Fp4)).unwrap_or(TensorType::E4m3),
+        "IMMA" | "IGMMA" | "UTCIMMA" => types
+            .iter()
+            .copied()
+            .find(|t| matches!(t, TensorType::S8 | TensorType::U8 | TensorType::S4))
+            .unwrap_or(TensorType::S8),
+        "QGMMA" | "UTCQMMA" => types
+            .iter()
+            .copied()
+            .find(|t| matches!(t, TensorType::E4m3 | TensorType::E5m2 | TensorType::Fp6 | TensorType::Fp4))
+            .unwrap_or(TensorType::E4m3),
         // Accumulator types (F32, S32) are not input types, so the last type named is the
         // input: `HMMA.16816.F32.BF16` → BF16, `HMMA.16816.F16` → F16, `HMMA.16816.F32` → F16.
         _ => types.last().copied().unwrap_or(TensorType::F16),

@@ -78,8 +78,8 @@ impl AddrExpr {
     #[inline]
     pub fn eval(&self, vars: &[i64; NUM_VARS]) -> u64 {
         let mut a = self.base;
-        for i in 0..NUM_VARS {
-            a = a.wrapping_add(self.coef[i].wrapping_mul(vars[i]) as u64);
+        for (c, v) in self.coef.iter().zip(vars) {
+            a = a.wrapping_add(c.wrapping_mul(*v) as u64);
         }
         a
     }
@@ -134,9 +134,14 @@ impl Inst {
 pub enum Step {
     Inst(Inst),
     /// Repeat the steps up to the matching `EndLoop` (at index `end`) `count` times.
-    Loop { count: u32, end: u32 },
+    Loop {
+        count: u32,
+        end: u32,
+    },
     /// Closes the loop that starts at index `start`.
-    EndLoop { start: u32 },
+    EndLoop {
+        start: u32,
+    },
 }
 
 /// A warp program. Built with [`ProgramBuilder`] or by a trace reader; immutable once built.
@@ -225,11 +230,13 @@ impl Program {
 pub struct ProgramBuilder {
     prog: Program,
     open: Vec<usize>,
+    /// Start of each distinct lane offset list already added.
+    offset_lists: std::collections::HashMap<Vec<i64>, u32>,
 }
 
 impl ProgramBuilder {
     pub fn new(name: impl Into<String>) -> Self {
-        ProgramBuilder { prog: Program { name: name.into(), ..Program::default() }, open: Vec::new() }
+        ProgramBuilder { prog: Program { name: name.into(), ..Program::default() }, ..ProgramBuilder::default() }
     }
 
     /// Current loop depth (0 outside any loop).
@@ -252,9 +259,14 @@ impl ProgramBuilder {
     }
 
     /// Adds explicit per-active-lane offsets and returns the [`Lanes`] that refers to them.
+    /// Identical lists are stored once (as the text trace reader does).
     pub fn offsets(&mut self, offs: &[i64]) -> Lanes {
+        if let Some(&start) = self.offset_lists.get(offs) {
+            return Lanes::Offsets { start };
+        }
         let start = self.prog.lane_offsets.len() as u32;
         self.prog.lane_offsets.extend_from_slice(offs);
+        self.offset_lists.insert(offs.to_vec(), start);
         Lanes::Offsets { start }
     }
 

@@ -25,6 +25,11 @@ pub trait KernelSource {
 /// Contract: kernels come in launch order; a kernel's `deps` name only earlier kernels.
 pub trait TraceSource {
     fn next_kernel(&mut self) -> Result<Option<Box<dyn KernelSource + '_>>, TraceError>;
+
+    /// Warnings gathered so far (ignored lines, ...), handed over once each.
+    fn take_diagnostics(&mut self) -> Vec<crate::diag::Diagnostic> {
+        Vec::new()
+    }
 }
 
 /// [`KernelSource`] over a kernel held in memory.

@@ -45,6 +45,11 @@ fn main() {
         let r = run1(&a, k);
         let dt = t.elapsed().as_secs_f64();
         let n = r.warp_instructions;
-        println!("{name}: {n} warp insts, {} cycles, {:.3} s, {:.2} M warp inst/s", r.total_cycles, dt, n as f64 / dt / 1e6);
+        println!(
+            "{name}: {n} warp insts, {} cycles, {:.3} s, {:.2} M warp inst/s",
+            r.total_cycles,
+            dt,
+            n as f64 / dt / 1e6
+        );
     }
 }

@@ -141,7 +141,9 @@ impl<'a> Engine<'a> {
 
             let now = self.now;
             for i in 0..self.sms.len() {
-                if self.sms[i].wake_at <= now && self.sms[i].step(now, &mut self.kernels, &mut *self.mem, &mut self.done_buf) {
+                if self.sms[i].wake_at <= now
+                    && self.sms[i].step(now, &mut self.kernels, &mut *self.mem, &mut self.done_buf)
+                {
                     self.last_issue = now;
                 }
             }
@@ -154,18 +156,19 @@ impl<'a> Engine<'a> {
             if let Some(Reverse(d)) = self.events.peek() {
                 next = next.min(d.at);
             }
-            if let Some((kidx, _)) = current.as_ref() {
-                if let Some(at) = self.kernels[*kidx].launchable_at {
-                    if at > now {
-                        next = next.min(at);
-                    }
-                }
+            if let Some((kidx, _)) = current.as_ref()
+                && let Some(at) = self.kernels[*kidx].launchable_at
+                && at > now
+            {
+                next = next.min(at);
             }
             if next == u64::MAX {
                 return Err(self.watchdog(now));
             }
             let next = next.max(now + 1);
-            if next - self.last_issue > watchdog && self.events.peek().is_none_or(|Reverse(d)| d.at > self.last_issue + watchdog) {
+            if next - self.last_issue > watchdog
+                && self.events.peek().is_none_or(|Reverse(d)| d.at > self.last_issue + watchdog)
+            {
                 return Err(self.watchdog(next));
             }
             self.now = next;
@@ -228,7 +231,12 @@ impl<'a> Engine<'a> {
             let k = &mut self.kernels[kidx];
             k.sync_ops(ks.ops(), self.arch);
             if cta.warps.len() as u32 != k.occupancy.warps_per_cta {
-                let reason = format!("CTA {} has {} warp programs, the block needs {}", cta.coord, cta.warps.len(), k.occupancy.warps_per_cta);
+                let reason = format!(
+                    "CTA {} has {} warp programs, the block needs {}",
+                    cta.coord,
+                    cta.warps.len(),
+                    k.occupancy.warps_per_cta
+                );
                 return Err(self.fail(SimErrorKind::Launch { kernel: self.kernels[kidx].info.name.clone(), reason }));
             }
             if k.start.is_none() {

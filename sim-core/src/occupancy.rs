@@ -87,7 +87,8 @@ pub fn occupancy(arch: &Arch, k: &KernelInfo) -> Result<Occupancy, String> {
         ));
     }
 
-    let smem_per_cta = round_up(k.smem_bytes as u64, sm.shared_mem_alloc_unit.0.max(1)) + sm.shared_mem_reserved_per_cta.0;
+    let smem_per_cta =
+        round_up(k.smem_bytes as u64, sm.shared_mem_alloc_unit.0.max(1)) + sm.shared_mem_reserved_per_cta.0;
     let by_smem = (sm.shared_mem_per_sm.0 / smem_per_cta.max(1)).min(u32::MAX as u64) as u32;
 
     let candidates = [
@@ -100,8 +101,12 @@ pub fn occupancy(arch: &Arch, k: &KernelInfo) -> Result<Occupancy, String> {
     let (ctas, limiter) = candidates.iter().copied().min_by_key(|c| c.0).unwrap();
     if ctas == 0 {
         let why = match limiter {
-            Limiter::Registers => format!("{} registers per warp do not fit in a sub-core's {regs_per_sub}", regs_per_warp),
-            Limiter::SharedMemory => format!("{smem_per_cta} bytes of shared memory do not fit in {}", sm.shared_mem_per_sm),
+            Limiter::Registers => {
+                format!("{} registers per warp do not fit in a sub-core's {regs_per_sub}", regs_per_warp)
+            }
+            Limiter::SharedMemory => {
+                format!("{smem_per_cta} bytes of shared memory do not fit in {}", sm.shared_mem_per_sm)
+            }
             _ => format!("{warps} warps per CTA exceed the SM's {} warps", sm.max_warps),
         };
         return Err(format!("no CTA fits on an SM: {why}"));

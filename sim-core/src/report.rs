@@ -102,7 +102,12 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
     let pipe_utilization_pct = UnitClass::ALL
         .iter()
         .filter(|c| st.pipe_busy[c.index()] > 0)
-        .map(|c| (c.name().to_string(), if sub_cycles > 0.0 { 100.0 * st.pipe_busy[c.index()] as f64 / sub_cycles } else { 0.0 }))
+        .map(|c| {
+            (
+                c.name().to_string(),
+                if sub_cycles > 0.0 { 100.0 * st.pipe_busy[c.index()] as f64 / sub_cycles } else { 0.0 },
+            )
+        })
         .collect();
     let stalls = StallReason::ALL
         .iter()

@@ -57,12 +57,22 @@ fn mixed_kernel() -> KernelTrace {
     let bar = kb.inst("BAR.SYNC.DEFER_BLOCKING", None, &[]);
     let lds = kb.inst("LDS", Some(9), &[6]);
     let st = kb.inst("STG.E", None, &[2, 9]);
-    b.mem_inst(ld, AddrExpr::constant(1 << 32).with(Var::CtaX, 65536).with(Var::Warp, 512).with(Var::Loop(0), 2048), Lanes::Stride(16), 0);
+    b.mem_inst(
+        ld,
+        AddrExpr::constant(1 << 32).with(Var::CtaX, 65536).with(Var::Warp, 512).with(Var::Loop(0), 2048),
+        Lanes::Stride(16),
+        0,
+    );
     b.inst(f);
     b.mem_inst(sts, AddrExpr::constant(0).with(Var::Warp, 128), Lanes::Stride(4), 0);
     b.inst(bar);
     b.mem_inst(lds, AddrExpr::constant(0).with(Var::Warp, 4), Lanes::Stride(128), 0);
-    b.mem_inst(st, AddrExpr::constant(1 << 34).with(Var::CtaX, 4096).with(Var::Warp, 128).with(Var::Loop(0), 1 << 20), Lanes::Stride(4), 0);
+    b.mem_inst(
+        st,
+        AddrExpr::constant(1 << 34).with(Var::CtaX, 4096).with(Var::Warp, 128).with(Var::Loop(0), 1 << 20),
+        Lanes::Stride(4),
+        0,
+    );
     b.end_loop().unwrap();
     let exit = kb.inst("EXIT", None, &[]);
     b.inst(exit);

@@ -25,6 +25,10 @@ impl Sectors {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Number of distinct 128-byte lines among the sectors.
     pub fn lines(&self) -> u64 {
         let mut n = 0;

@@ -6,9 +6,9 @@ use gpusim_isa::{Inst, MemSpace, UnitClass};
 use super::{Blocked, CtaDone, Sm, banks};
 use crate::kernel_run::KernelRun;
 use crate::mem::{AccessKind, MemRequest, MemorySystem};
+use crate::sm::warps::Phase;
 use crate::stats::StallReason;
 use crate::timing::{OpKind, OpTiming};
-use crate::sm::warps::Phase;
 
 impl Sm {
     /// Issues the next instruction of slot `s` on sub-core `sc` at `now`, or says why it cannot.
@@ -63,8 +63,10 @@ impl Sm {
                 return self.fetch(s, now, now + self.p.branch_resolve.max(1), StallReason::BranchResolving, k, done);
             }
             OpKind::Exit => {
-                self.exit_warp(s, now, k, done);
-                return Ok(());
+                // In a trace, an EXIT followed by more instructions is a predicated exit of
+                // some lanes (`@P0 EXIT`): the warp goes on. It leaves at the end of its stream.
+                self.w.cursor[s].advance();
+                return self.fetch(s, now, now + 1, StallReason::Wait, k, done);
             }
             OpKind::GlobalMem => {
                 let d = self.global_access(s, &inst, &t, now, k, mem);
@@ -218,7 +220,15 @@ impl Sm {
     }
 
     /// A global/local access through the LD/ST port and the memory system; returns completion.
-    fn global_access(&mut self, s: usize, inst: &Inst, t: &OpTiming, now: u64, k: &mut KernelRun, mem: &mut dyn MemorySystem) -> u64 {
+    fn global_access(
+        &mut self,
+        s: usize,
+        inst: &Inst,
+        t: &OpTiming,
+        now: u64,
+        k: &mut KernelRun,
+        mem: &mut dyn MemorySystem,
+    ) -> u64 {
         let prog = self.w.program[s].as_deref().expect("running warp has a program");
         if !self.w.cursor[s].lane_addresses(prog, inst, &mut self.lane_addrs) {
             return now + t.latency as u64;
@@ -231,7 +241,9 @@ impl Sm {
         let kind = match t.kind {
             OpKind::AsyncCopy => AccessKind::AsyncLoad,
             _ if t.load && t.store => AccessKind::Atomic,
-            _ if t.store && k.descs[inst.op as usize].semantics == gpusim_isa::Semantics::Reduction => AccessKind::Reduction,
+            _ if t.store && k.descs[inst.op as usize].semantics == gpusim_isa::Semantics::Reduction => {
+                AccessKind::Reduction
+            }
             _ if t.store => AccessKind::Store,
             _ => AccessKind::Load,
         };
@@ -268,7 +280,11 @@ impl Sm {
             } else {
                 (inst.mask, t.width.max(1))
             };
-            (banks::wavefronts(&self.lane_addrs, mask, width, self.p.shared_banks, self.p.shared_bank_width), mask, width)
+            (
+                banks::wavefronts(&self.lane_addrs, mask, width, self.p.shared_banks, self.p.shared_bank_width),
+                mask,
+                width,
+            )
         } else {
             (1, inst.mask, t.width.max(1))
         };
@@ -281,7 +297,15 @@ impl Sm {
     }
 
     /// A bulk copy of `bytes` contiguous bytes from the instruction's base address.
-    fn bulk_access(&mut self, s: usize, inst: &Inst, t: &OpTiming, now: u64, k: &mut KernelRun, mem: &mut dyn MemorySystem) -> u64 {
+    fn bulk_access(
+        &mut self,
+        s: usize,
+        inst: &Inst,
+        t: &OpTiming,
+        now: u64,
+        k: &mut KernelRun,
+        mem: &mut dyn MemorySystem,
+    ) -> u64 {
         let prog = self.w.program[s].as_deref().expect("running warp has a program");
         let Some(base) = self.w.cursor[s].base_address(prog, inst) else {
             return now + t.latency as u64;

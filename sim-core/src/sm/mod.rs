@@ -300,7 +300,13 @@ impl Sm {
     }
 
     /// Issues for one cycle; returns whether any warp issued. `wake_at` says when to call again.
-    pub fn step(&mut self, now: u64, kernels: &mut [KernelRun], mem: &mut dyn MemorySystem, done: &mut Vec<CtaDone>) -> bool {
+    pub fn step(
+        &mut self,
+        now: u64,
+        kernels: &mut [KernelRun],
+        mem: &mut dyn MemorySystem,
+        done: &mut Vec<CtaDone>,
+    ) -> bool {
         let mut any = false;
         let nsub = self.subs.len();
         let mut wake = u64::MAX;
@@ -431,7 +437,9 @@ impl Sm {
             };
             let waits = match phase {
                 Phase::Barrier => format!("a CTA barrier ({} of {} live warps arrived)", c.at_barrier, c.live_warps),
-                _ if self.w.ready_at[s] == u64::MAX => format!("an event that never comes ({})", self.w.wait_reason[s].name()),
+                _ if self.w.ready_at[s] == u64::MAX => {
+                    format!("an event that never comes ({})", self.w.wait_reason[s].name())
+                }
                 _ => format!("{} until cycle {}", self.w.wait_reason[s].name(), self.w.ready_at[s]),
             };
             out.push(format!(

@@ -39,10 +39,10 @@ impl WarpScheduler for Gto {
     }
     fn order(&mut self, resident: &[u16], view: &WarpView<'_>, out: &mut Vec<u16>) {
         out.clear();
-        if let Some(g) = self.last {
-            if resident.contains(&g) {
-                out.push(g);
-            }
+        if let Some(g) = self.last
+            && resident.contains(&g)
+        {
+            out.push(g);
         }
         let start = out.len();
         out.extend(resident.iter().copied().filter(|&s| Some(s) != self.last));
@@ -103,7 +103,9 @@ impl WarpScheduler for TwoLevel {
     }
     fn order(&mut self, resident: &[u16], view: &WarpView<'_>, out: &mut Vec<u16>) {
         // Demote active warps that left or wait on long-latency results.
-        self.active.retain(|&s| resident.contains(&s) && !(view.long_wait[s as usize] && view.ready_at[s as usize] > view.now));
+        self.active.retain(|&s| {
+            resident.contains(&s) && !(view.long_wait[s as usize] && view.ready_at[s as usize] > view.now)
+        });
         // Promote pending warps, oldest first.
         if self.active.len() < self.active_size {
             out.clear();

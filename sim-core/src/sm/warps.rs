@@ -114,6 +114,10 @@ impl Warps {
     pub fn len(&self) -> usize {
         self.phase.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.phase.is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,141 @@
+//! Formats a [`Report`] for the terminal. Pure: returns a String.
+
+use std::fmt::Write;
+
+use gpusim_sim_core::{KernelReport, Report};
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bytes with a binary unit.
+pub fn bytes(n: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{n} B") } else { format!("{v:.2} {}", units[u]) }
+}
+
+fn time(us: f64) -> String {
+    if us >= 1000.0 { format!("{:.3} ms", us / 1000.0) } else { format!("{us:.3} us") }
+}
+
+fn kernel(out: &mut String, k: &KernelReport) {
+    let g = k.grid;
+    let b = k.block;
+    let _ = writeln!(
+        out,
+        "kernel {}  {}  grid ({},{},{})  block ({},{},{})  {} CTAs",
+        k.id,
+        k.name,
+        g[0],
+        g[1],
+        g[2],
+        b[0],
+        b[1],
+        b[2],
+        thousands(k.ctas)
+    );
+    let _ = writeln!(
+        out,
+        "  time         {}  ({} cycles, from cycle {})",
+        time(k.time_us),
+        thousands(k.cycles),
+        thousands(k.start_cycle)
+    );
+    let _ = writeln!(out, "  warp insts   {}  (IPC {:.2} per active SM)", thousands(k.warp_instructions), k.ipc);
+    let _ = writeln!(
+        out,
+        "  throughput   {:.2} TFLOP/s  ({} FLOP, {} on tensor cores)",
+        k.tflops,
+        thousands(k.flops),
+        thousands(k.tensor_flops)
+    );
+    let o = &k.occupancy;
+    let _ = writeln!(
+        out,
+        "  occupancy    theoretical {:.1}% ({} CTAs/SM × {} warps, limited by {:?}), achieved {:.1}%, {:.2} waves",
+        o.theoretical_pct, o.ctas_per_sm, o.warps_per_cta, o.limiter, o.achieved_pct, o.waves
+    );
+    let m = &k.memory;
+    let _ = writeln!(
+        out,
+        "  memory       L1 {}  shared {}  L2 {}  DRAM {}  ({:.1} GB/s, {:.1}% of peak)",
+        bytes(m.traffic.l1.bytes),
+        bytes(m.traffic.shared.bytes),
+        bytes(m.traffic.l2.bytes),
+        bytes(m.traffic.dram.bytes),
+        m.dram_gbps,
+        m.dram_utilization_pct
+    );
+    let mut pipes: Vec<(&String, &f64)> = k.pipe_utilization_pct.iter().collect();
+    pipes.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
+    let p: Vec<String> = pipes.iter().map(|(n, v)| format!("{n} {v:.1}%")).collect();
+    let _ = writeln!(out, "  pipes        {}", if p.is_empty() { "-".to_string() } else { p.join("  ") });
+    let total = k.resident_warp_cycles.max(1) as f64;
+    let mut stalls: Vec<(&String, &u64)> = k.stalls.iter().collect();
+    stalls.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let s: Vec<String> = stalls.iter().map(|(n, v)| format!("{n} {:.1}%", 100.0 * **v as f64 / total)).collect();
+    let _ = writeln!(out, "  warp states  {}", s.join("  "));
+    for (op, n) in &k.unknown_opcodes {
+        let _ = writeln!(
+            out,
+            "  warning[W001]: unknown opcode `{op}` ({} warp instructions) ran as the misc class",
+            thousands(*n)
+        );
+    }
+}
+
+/// The whole report as terminal text.
+pub fn report(r: &Report, source: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "gpusim {}: {} at {:.0} MHz, memory model `{}`",
+        env!("CARGO_PKG_VERSION"),
+        r.arch,
+        r.sm_clock_mhz,
+        r.memory_model
+    );
+    let _ = writeln!(out, "trace: {source}");
+    for k in &r.kernels {
+        out.push('\n');
+        kernel(&mut out, k);
+    }
+    let _ = writeln!(
+        out,
+        "\ntotal: {} ({} cycles), {} warp instructions, {:.2} TFLOP/s over {} kernel(s)",
+        time(r.time_us),
+        thousands(r.total_cycles),
+        thousands(r.warp_instructions),
+        r.tflops,
+        r.kernels.len()
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_numbers() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(3 * 1024 * 1024), "3.00 MiB");
+    }
+}

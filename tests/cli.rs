@@ -1,0 +1,191 @@
+//! End-to-end tests of the `gpusim` binary: the README's commands, and bad input of every kind
+//! giving exit code 2 and a message that names the place.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn gpusim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpusim")).args(args).current_dir(root()).output().expect("runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn fails_with(args: &[&str], needles: &[&str]) {
+    let o = gpusim(args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}\nstdout: {out}\nstderr: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: `{n}` not in stderr:\n{err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn readme_example_runs() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    // The first shell command of the README is the main job; run it (without cargo).
+    let line = readme.lines().find(|l| l.contains("cargo run --release -- run")).expect("README names the run command");
+    let args: Vec<&str> = line.split("-- ").nth(1).unwrap().split_whitespace().collect();
+    let o = gpusim(&args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("TFLOP/s") && out.contains("warp states"), "{out}");
+}
+
+#[test]
+fn every_shipped_example_runs_on_a_preset() {
+    let mut n = 0;
+    for e in std::fs::read_dir(root().join("examples")).unwrap() {
+        let p = e.unwrap().path();
+        let is_trace = p.extension().is_some_and(|x| x == "trace") || p.join("kernelslist.g").is_file();
+        if !is_trace {
+            continue;
+        }
+        let json =
+            std::env::temp_dir().join(format!("gpusim-example-{}.json", p.file_stem().unwrap().to_string_lossy()));
+        let o = gpusim(&["run", "--arch", "a100-sxm4-80gb", "--json", json.to_str().unwrap(), p.to_str().unwrap()]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{}: {out}\n{err}", p.display());
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert!(v["time_us"].as_f64().unwrap() > 0.0, "{}", p.display());
+        assert!(v["kernels"][0]["tflops"].is_number());
+        n += 1;
+    }
+    assert!(n >= 4, "expected at least four shipped examples, found {n}");
+}
+
+#[test]
+fn missing_file_is_named() {
+    fails_with(&["run", "--arch", "h100-sxm5-80gb", "no/such/file.trace"], &["no/such/file.trace"]);
+}
+
+#[test]
+fn truncated_trace_names_file_and_line() {
+    fails_with(
+        &["run", "--arch", "h100-sxm5-80gb", "tests/fixtures/truncated.trace"],
+        &["tests/fixtures/truncated.trace:"],
+    );
+}
+
+#[test]
+fn bad_number_names_file_line_and_column() {
+    fails_with(
+        &["run", "--arch", "h100-sxm5-80gb", "tests/fixtures/bad_number.trace"],
+        &["tests/fixtures/bad_number.trace:3:"],
+    );
+}
+
+#[test]
+fn unknown_opcode_warns_counts_and_runs() {
+    let o = gpusim(&["run", "--arch", "h100-sxm5-80gb", "tests/fixtures/unknown_opcode.trace"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("W001") && out.contains("FROBNICATE.X"), "{out}");
+}
+
+#[test]
+fn unknown_config_key_suggests_the_nearest() {
+    fails_with(
+        &["run", "--arch", "tests/fixtures/unknown_key.toml", "examples/ffma_bound.trace"],
+        &["unknown_key.toml:5", "slices"],
+    );
+    fails_with(&["arch", "validate", "tests/fixtures/unknown_key.toml"], &["unknown_key.toml:5", "slices"]);
+}
+
+#[test]
+fn negative_size_is_rejected() {
+    fails_with(
+        &["arch", "validate", "tests/fixtures/negative_size.toml"],
+        &["negative_size.toml:5", "l2.size", "negative"],
+    );
+}
+
+#[test]
+fn unknown_preset_lists_the_known_ones() {
+    fails_with(&["run", "--arch", "h100-sxm9", "examples/ffma_bound.trace"], &["h100-sxm9", "h100-sxm5-80gb"]);
+}
+
+#[test]
+fn watchdog_names_stuck_warps_and_keeps_finished_results() {
+    let o = gpusim(&["run", "--arch", "tests/fixtures/watchdog.toml", "examples/stream_copy.trace"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(err.contains("watchdog") && err.contains("warp"), "{err}");
+}
+
+#[test]
+fn bad_clock_is_rejected() {
+    fails_with(
+        &["run", "--arch", "h100-sxm5-80gb", "--clock-mhz", "-5", "examples/ffma_bound.trace"],
+        &["--clock-mhz"],
+    );
+}
+
+#[test]
+fn clock_override_scales_time() {
+    let run = |mhz: &str| {
+        let json = std::env::temp_dir().join(format!("gpusim-clock-{mhz}.json"));
+        let o = gpusim(&[
+            "run",
+            "--arch",
+            "h100-sxm5-80gb",
+            "--clock-mhz",
+            mhz,
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+            "examples/ffma_bound.trace",
+        ]);
+        assert!(o.status.success(), "{:?}", text(&o));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (v["total_cycles"].as_u64().unwrap(), v["time_us"].as_f64().unwrap())
+    };
+    let (c1, t1) = run("1000");
+    let (c2, t2) = run("2000");
+    assert_eq!(c1, c2, "a compute-bound kernel takes the same cycles at any clock");
+    assert!((t1 / t2 - 2.0).abs() < 1e-9);
+}
+
+#[test]
+fn arch_commands_work() {
+    let o = gpusim(&["arch", "list"]);
+    let (out, _) = text(&o);
+    assert!(o.status.success());
+    for p in ["a100-sxm4-80gb", "h100-sxm5-80gb", "h100-pcie", "h800-sxm5", "h800-pcie", "h200-sxm"] {
+        assert!(out.contains(p), "{p} missing from:\n{out}");
+    }
+    let o = gpusim(&["arch", "explain", "l2.slices"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let o = gpusim(&["arch", "diff", "a100-sxm4-80gb", "h100-sxm5-80gb"]);
+    assert!(text(&o).0.contains("sm.count"));
+    let o = gpusim(&["arch", "validate", "configs/arch/next.toml"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    // `show` prints TOML that validates again.
+    let o = gpusim(&["arch", "show", "h200-sxm"]);
+    let shown = std::env::temp_dir().join("gpusim-shown-h200.toml");
+    std::fs::write(&shown, &o.stdout).unwrap();
+    let o = gpusim(&["arch", "validate", shown.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+}
+
+#[test]
+fn text_and_binary_traces_give_the_same_report() {
+    let dir = std::env::temp_dir();
+    let bin = dir.join("gpusim-barrier.gtb");
+    let o = gpusim(&["trace", "convert", "examples/barrier_divergence.trace", bin.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let report = |p: &Path, name: &str| {
+        let json = dir.join(name);
+        let o =
+            gpusim(&["run", "--arch", "h100-sxm5-80gb", "-q", "--json", json.to_str().unwrap(), p.to_str().unwrap()]);
+        assert!(o.status.success(), "{:?}", text(&o));
+        std::fs::read_to_string(json).unwrap()
+    };
+    assert_eq!(report(Path::new("examples/barrier_divergence.trace"), "a.json"), report(&bin, "b.json"));
+}
