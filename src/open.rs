@@ -27,7 +27,7 @@ pub fn detect(path: &Path) -> CliResult<(Format, PathBuf)> {
     }
     let mut f =
         std::fs::File::open(path).map_err(|e| CliError::input(format!("{}: cannot open: {e}", path.display())))?;
-    let mut head = [0u8; 512];
+    let mut head = vec![0u8; 64 * 1024];
     let mut n = 0;
     while n < head.len() {
         match f.read(&mut head[n..]) {
@@ -37,6 +37,7 @@ pub fn detect(path: &Path) -> CliResult<(Format, PathBuf)> {
         }
     }
     let head = &head[..n];
+    // (64 KiB is enough to get past any header comment a person writes.)
     if head.starts_with(b"GPUSIMTB") {
         return Ok((Format::Binary, path.to_path_buf()));
     }

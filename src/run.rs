@@ -38,6 +38,7 @@ pub fn load_arch(name: &str, clock_mhz: Option<f64>) -> CliResult<Arch> {
             return Err(CliError::input(format!("--clock-mhz: `{mhz}` is not a plausible clock (0 < MHz < 100000)")));
         }
         arch.clocks.sm = Hertz((mhz * 1e6).round() as u64);
+        gpusim_configs::validate(&arch).map_err(|e| CliError::input(format!("--clock-mhz {mhz}: {e}")))?;
     }
     Ok(arch)
 }
@@ -84,8 +85,10 @@ pub fn run(a: RunArgs) -> CliResult {
             if let Some(r) = partial {
                 eprintln!("the kernels that finished before the error:");
                 eprint!("{}", print::report(&r, &a.trace.display().to_string()));
-                if let Some(j) = &a.json {
-                    write_json(j, &r)?;
+                if let Some(j) = &a.json
+                    && let Err(w) = write_json(j, &r)
+                {
+                    eprintln!("error: {w}");
                 }
             }
             Err(e)

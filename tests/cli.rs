@@ -122,7 +122,7 @@ fn watchdog_names_stuck_warps_and_keeps_finished_results() {
 #[test]
 fn bad_clock_is_rejected() {
     fails_with(
-        &["run", "--arch", "h100-sxm5-80gb", "--clock-mhz", "-5", "examples/ffma_bound.trace"],
+        &["run", "--arch", "h100-sxm5-80gb", "--clock-mhz", "0", "examples/ffma_bound.trace"],
         &["--clock-mhz"],
     );
 }
@@ -148,8 +148,10 @@ fn clock_override_scales_time() {
     };
     let (c1, t1) = run("1000");
     let (c2, t2) = run("2000");
-    assert_eq!(c1, c2, "a compute-bound kernel takes the same cycles at any clock");
-    assert!((t1 / t2 - 2.0).abs() < 1e-9);
+    // A compute-bound kernel takes nearly the same SM cycles at any clock (only its final
+    // stores see DRAM latency, which is fixed in nanoseconds), so its time halves.
+    assert!((c1 as f64 - c2 as f64).abs() / (c1 as f64) < 0.01, "{c1} vs {c2}");
+    assert!((t1 / t2 - 2.0).abs() < 0.02, "{t1} vs {t2}");
 }
 
 #[test]

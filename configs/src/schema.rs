@@ -411,23 +411,7 @@ pub(crate) fn describe_all() -> Vec<ParamInfo> {
     out
 }
 
-/// The opcode whose ISA-table timing is a class's default pipe timing.
-pub(crate) fn representative(class: UnitClass) -> &'static str {
-    match class {
-        UnitClass::Fp32 => "FFMA",
-        UnitClass::Fp16 => "HFMA2",
-        UnitClass::Int => "IADD3",
-        UnitClass::Fp64 => "DFMA",
-        UnitClass::Mufu => "MUFU",
-        UnitClass::Conv => "F2F",
-        UnitClass::Tensor => "HMMA",
-        UnitClass::Mem => "LDG",
-        UnitClass::Branch => "BRA",
-        UnitClass::Uniform => "UIADD3",
-        UnitClass::Sync => "BAR",
-        UnitClass::Misc => "NOP",
-    }
-}
+use gpusim_isa::opcode::representative;
 
 /// Timing of one opcode in the ISA table.
 pub(crate) fn isa_timing(base: &str) -> PipeTiming {

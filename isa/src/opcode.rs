@@ -320,7 +320,7 @@ pub static OPCODES: &[OpcodeEntry] = &[
     e("LOP", U::Int, 4, 1),
     e("LOP3", U::Int, 4, 1),
     e("LOP32I", U::Int, 4, 1),
-    mem("MATCH", M::None, 30, false, false),
+    e("MATCH", U::Misc, 30, 2),
     e("MEMBAR", U::Sync, 8, 1).sem(S::MemBarrier),
     e("MOV", U::Int, 4, 1),
     e("MOV32I", U::Int, 4, 1),
@@ -349,7 +349,7 @@ pub static OPCODES: &[OpcodeEntry] = &[
     e("SEL", U::Int, 4, 1),
     e("SGXT", U::Int, 4, 1),
     e("SHF", U::Int, 4, 1),
-    mem("SHFL", M::None, 24, false, false),
+    e("SHFL", U::Misc, 24, 2),
     e("SHL", U::Int, 4, 1),
     e("SHR", U::Int, 4, 1),
     mem("ST", M::Generic, 30, false, true),
@@ -407,6 +407,25 @@ pub static OPCODES: &[OpcodeEntry] = &[
     e("WARPSYNC", U::Branch, 4, 1),
     e("YIELD", U::Branch, 1, 1),
 ];
+
+/// The typical opcode of each unit class. A chip's `[pipes.<class>]` timing is that opcode's
+/// timing on the chip; other opcodes of the class keep their difference from it in this table.
+pub const fn representative(class: UnitClass) -> &'static str {
+    match class {
+        UnitClass::Fp32 => "FFMA",
+        UnitClass::Fp16 => "HFMA2",
+        UnitClass::Int => "IADD3",
+        UnitClass::Fp64 => "DFMA",
+        UnitClass::Mufu => "MUFU",
+        UnitClass::Conv => "F2F",
+        UnitClass::Tensor => "HMMA",
+        UnitClass::Mem => "LDG",
+        UnitClass::Branch => "BRA",
+        UnitClass::Uniform => "UIADD3",
+        UnitClass::Sync => "BAR",
+        UnitClass::Misc => "NOP",
+    }
+}
 
 /// Looks up a base mnemonic (the text before the first `.`).
 pub fn lookup(base: &str) -> Option<&'static OpcodeEntry> {

@@ -2,7 +2,7 @@
 //! while occupancy allows, steps the SMs that can issue, and skips cycles in which none can.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 use gpusim_configs::Arch;
 use gpusim_isa::{KernelSource, TraceSource};
@@ -36,7 +36,6 @@ struct Engine<'a> {
     done_buf: Vec<CtaDone>,
     now: u64,
     last_issue: u64,
-    stream_last: BTreeMap<u32, usize>,
     next_sm: usize,
 }
 
@@ -67,7 +66,6 @@ impl<'a> Engine<'a> {
             done_buf: Vec::new(),
             now: 0,
             last_issue: 0,
-            stream_last: BTreeMap::new(),
             next_sm: 0,
         })
     }
@@ -90,11 +88,9 @@ impl<'a> Engine<'a> {
         let occ = occupancy(self.arch, &info)
             .map_err(|reason| self.fail(SimErrorKind::Launch { kernel: info.name.clone(), reason }))?;
         let idx = self.kernels.len();
-        let stream = info.stream;
         let mut k = KernelRun::new(info, occ, self.sms.len());
         k.sync_ops(ks.ops(), self.arch);
         self.kernels.push(k);
-        self.stream_last.insert(stream, idx);
         self.update_launchable(idx);
         Ok(idx)
     }
@@ -244,7 +240,7 @@ impl<'a> Engine<'a> {
                 self.mem.begin_kernel();
             }
             k.ctas_dispatched += 1;
-            self.sms[sm].launch(self.now, kidx as u16, k, cta, &mut self.done_buf);
+            self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
             self.next_sm = (sm + 1) % n;
             self.last_issue = self.last_issue.max(self.now);
             for d in self.done_buf.drain(..) {

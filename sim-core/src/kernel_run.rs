@@ -23,6 +23,9 @@ pub struct KernelStats {
     pub op_counts: Vec<u64>,
     /// Cycles during which an SM held at least one CTA of the kernel, summed over SMs.
     pub sm_active_cycles: u64,
+    /// Launch-to-drain lifetime of every warp, summed: counted apart from the stall reasons,
+    /// which must add up to it.
+    pub resident_warp_cycles: u64,
 }
 
 impl KernelStats {

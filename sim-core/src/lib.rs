@@ -6,7 +6,9 @@
 //! Invariants:
 //! - No I/O: it reads nothing and prints nothing; trace sources are called through a trait.
 //! - Deterministic: the same arch and trace give a bit-identical report on every machine. No
-//!   hash-map iteration order, no floating point in timing decisions, no threads in a run.
+//!   hash-map iteration order, no threads in a run; timing uses integer arithmetic (bandwidth
+//!   servers in fixed point, [`rate`]) or single exactly-rounded IEEE operations, never a
+//!   platform math library.
 //! - No heap allocation per simulated instruction; idle cycles are skipped, not stepped.
 //!
 //! Reading order: [`engine`] (the loop), [`sm`] (one SM: `mod.rs`, then `issue.rs`),

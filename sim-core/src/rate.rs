@@ -1,8 +1,9 @@
 //! Fixed-point service rates, so bandwidth arithmetic is exact integer math and results are
 //! bit-identical on every machine.
 
-/// Sub-cycle resolution: times inside bandwidth servers are kept in 1/FRAC cycles.
-pub const FRAC: u64 = 1 << 16;
+/// Sub-cycle resolution: times inside bandwidth servers are kept in 1/FRAC cycles (rounding a
+/// 2 TB/s server's per-byte time to it errs by under 0.01%; u64 still holds 10¹² cycles).
+pub const FRAC: u64 = 1 << 24;
 
 /// Time to serve one byte, in 1/FRAC cycles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

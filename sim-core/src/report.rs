@@ -121,7 +121,7 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
         }
     }
     let occ = &k.occupancy;
-    let resident = st.stalls.total();
+    let resident = st.resident_warp_cycles;
     let max_warps = arch.sm.max_warps as f64;
     let dram_gbps = per_sec(st.traffic.dram.bytes as f64) / 1e9;
     KernelReport {

@@ -1,11 +1,16 @@
 //! Per-opcode timing resolved against a chip: what the hot loop looks up by op id.
 //!
-//! Precedence for latency and issue interval: `[opcodes.<BASE>]` in the config, then the
-//! `[pipes.<class>]` of the opcode's unit class. Tensor instructions with a known shape take
+//! Latency and issue interval: `[opcodes.<BASE>]` in the config when present. Otherwise the
+//! `[pipes.<class>]` timing of the opcode's unit class is the timing of the class's
+//! representative opcode ([`gpusim_isa::opcode::representative`]: FFMA for fp32, ...), and
+//! every other opcode keeps its difference from the representative in the ISA table: latency by
+//! offset (`MUFU.SIN` is 4 cycles slower than `MUFU.EX2`), issue interval by ratio (`IMAD.WIDE`
+//! occupies the int pipe twice as long as `IADD3`). Tensor instructions with a known shape take
 //! their issue interval from the config's FLOP/clk/SM rate for their input type (shared by the
 //! SM's sub-cores), so a chip with twice the tensor rate runs MMAs twice as fast.
 
 use gpusim_configs::Arch;
+use gpusim_isa::opcode::{lookup, representative};
 use gpusim_isa::{MemSpace, OpDesc, Semantics, UnitClass};
 
 use crate::stats::StallReason;
@@ -32,7 +37,9 @@ pub enum OpKind {
     MemBarrier,
     WgmmaAsync,
     WgmmaWait,
-    /// mbarrier arrive/wait and other instructions modelled as fixed latency for now.
+    /// mbarrier try-wait: waits for the CTA's outstanding bulk/TMA copies (see `issue.rs`).
+    MbarWait,
+    /// Memory-class instructions without a data access (`CCTL`, `UTMAPF`, ...): fixed latency.
     Other,
 }
 
@@ -74,9 +81,15 @@ fn cuda_core_flops(d: &OpDesc) -> u32 {
 pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
     let class_timing = arch.pipes.get(d.unit);
     let over = arch.opcodes.get(&d.base);
-    let pick = over.copied().unwrap_or(class_timing);
-    let mut latency = pick.latency.0.max(1) as u32;
-    let mut interval = pick.issue_interval.0.max(1) as u32;
+    let (mut latency, mut interval) = match (over, lookup(representative(d.unit))) {
+        (Some(o), _) => (o.latency.0.max(1) as u32, o.issue_interval.0.max(1) as u32),
+        (None, Some(rep)) if d.known => {
+            let lat = class_timing.latency.0 as i64 + d.latency as i64 - rep.latency as i64;
+            let iv = (class_timing.issue_interval.0 * d.issue_interval as u64).div_ceil(rep.issue_interval.max(1) as u64);
+            (lat.max(1) as u32, iv.max(1) as u32)
+        }
+        _ => (class_timing.latency.0.max(1) as u32, class_timing.issue_interval.0.max(1) as u32),
+    };
 
     let kind = match d.semantics {
         Semantics::Exit => OpKind::Exit,
@@ -90,6 +103,7 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         Semantics::TmaLoad | Semantics::TmaStore | Semantics::BulkCopy => OpKind::Bulk,
         Semantics::WgmmaAsync => OpKind::WgmmaAsync,
         Semantics::WgmmaWait => OpKind::WgmmaWait,
+        Semantics::MbarWait => OpKind::MbarWait,
         _ => match d.mem {
             MemSpace::Shared => OpKind::SharedMem,
             MemSpace::Global | MemSpace::Local | MemSpace::Generic | MemSpace::Texture | MemSpace::SharedCluster => {
@@ -130,7 +144,8 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         (OpKind::SharedMem, _) | (_, UnitClass::Mufu | UnitClass::Conv) => StallReason::ShortScoreboard,
         (OpKind::Other, _) => StallReason::ShortScoreboard,
         (OpKind::WgmmaAsync, _) => StallReason::MathDependency,
-        _ if d.base == "S2R" || d.base == "SHFL" || d.base == "S2UR" => StallReason::ShortScoreboard,
+        (OpKind::MbarWait, _) => StallReason::Barrier,
+        _ if matches!(d.base.as_str(), "S2R" | "S2UR" | "SHFL" | "MATCH" | "LDC") => StallReason::ShortScoreboard,
         _ => StallReason::Wait,
     };
 

@@ -104,3 +104,70 @@ fn stall_reasons_add_up_to_resident_warp_cycles() {
     assert!(k.stalls.contains_key("not_selected"));
     assert!(k.stalls.contains_key("wait"));
 }
+
+#[test]
+fn exited_warps_count_as_arrived_at_a_barrier() {
+    // Warps 0–3 (one per sub-core) wait at the barrier; warps 4–7 exit at once. The last exit
+    // releases the waiting warps, also those of sub-cores already stepped in that cycle.
+    let a = arch(1);
+    let mut kb = KB::new("bar_exit", 1, 256);
+    let bar = kb.inst("BAR.SYNC.DEFER_BLOCKING", None, &[]);
+    let exit = kb.inst("EXIT", None, &[]);
+    let mut b = ProgramBuilder::new("wait");
+    b.inst(bar).inst(exit);
+    let p_wait = kb.program(b.finish().unwrap());
+    let mut b = ProgramBuilder::new("leave");
+    b.inst(exit);
+    let p_leave = kb.program(b.finish().unwrap());
+    kb.layout = vec![p_wait, p_wait, p_wait, p_wait, p_leave, p_leave, p_leave, p_leave];
+    let r = run1(&a, kb.build());
+    let k = &r.kernels[0];
+    assert_eq!(k.warp_instructions, 4 * 2 + 4);
+    assert!(k.cycles <= 6, "{}", k.cycles);
+    assert_eq!(k.resident_warp_cycles, k.stalls.values().sum::<u64>());
+}
+
+#[test]
+fn watchdog_names_the_stuck_warps() {
+    let mut a = arch(1);
+    a.sim.watchdog_cycles = gpusim_configs::Cycles(50);
+    let mut kb = KB::new("slow_load", 1, 32);
+    let mut b = ProgramBuilder::new("p");
+    let ld = kb.inst("LDG.E", Some(4), &[2]);
+    let use_it = kb.inst("FADD", Some(5), &[4, 4]);
+    let exit = kb.inst("EXIT", None, &[]);
+    b.mem_inst(ld, gpusim_isa::AddrExpr::constant(1 << 30), gpusim_isa::Lanes::Stride(4), 0);
+    b.inst(use_it).inst(exit);
+    let p = kb.program(b.finish().unwrap());
+    kb.all_warps(p);
+    let mut src = gpusim_isa::MemTraceSource::new(gpusim_isa::Trace { kernels: vec![kb.build()] });
+    let err = gpusim_sim_core::simulate(&a, &mut src, &gpusim_sim_core::SimOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("watchdog"), "{msg}");
+    assert!(msg.contains("slow_load") && msg.contains("FADD") && msg.contains("long_scoreboard"), "{msg}");
+}
+
+#[test]
+fn mbarrier_wait_waits_for_the_ctas_bulk_copies() {
+    let a = arch(1);
+    let cycles = |with_wait: bool| {
+        let mut kb = KB::new("tma", 1, 32);
+        let mut b = ProgramBuilder::new("p");
+        let tma = kb.inst("UTMALDG.2D", None, &[]);
+        let wait = kb.inst("SYNCS.PHASECHK.TRANS64.TRYWAIT", None, &[]);
+        let exit = kb.inst("EXIT", None, &[]);
+        b.mem_inst(tma, gpusim_isa::AddrExpr::constant(1 << 30), gpusim_isa::Lanes::Stride(0), 16384);
+        if with_wait {
+            b.inst(wait);
+        }
+        b.inst(exit);
+        let p = kb.program(b.finish().unwrap());
+        kb.all_warps(p);
+        run1(&a, kb.build())
+    };
+    let r = cycles(true);
+    let k = &r.kernels[0];
+    // 16 KiB from DRAM: at least the unloaded L2 + DRAM latency (200 + 300 cycles) before release.
+    assert!(k.stalls["barrier"] >= 500, "{:?}", k.stalls);
+    assert!(k.memory.traffic.dram.bytes >= 16384);
+}

@@ -48,16 +48,19 @@ pub struct AccessOutcome {
 /// A model of everything between the SMs' LD/ST units and DRAM.
 ///
 /// Contract:
-/// - `access` is called in non-decreasing `now` order; calls in the same cycle come in
-///   ascending SM id order. The result depends only on the sequence of calls (determinism).
-/// - `done >= now + 1`: an access never completes in the cycle it is issued.
+/// - `access(at, req)`: `at` is the cycle the request leaves the SM's LD/ST data port. Calls
+///   come in the order the SMs issue the instructions (non-decreasing issue cycle, ascending SM
+///   id within a cycle); `at` may exceed the issue cycle by the port backlog, which the
+///   sub-cores' `lsu_queue_depth` bounds. The result depends only on the sequence of calls
+///   (determinism).
+/// - `done >= at + 1`: an access never completes in the cycle it leaves the port.
 /// - It must not keep references to the request's sector slice.
 /// - `begin_kernel` is called when a kernel's first CTA launches; caches behave as on the
 ///   hardware across kernels (the L1 may be invalidated, the L2 keeps its contents).
 pub trait MemorySystem {
     /// The name this implementation registers under.
     fn name(&self) -> &'static str;
-    fn access(&mut self, now: u64, req: &MemRequest<'_>) -> AccessOutcome;
+    fn access(&mut self, at: u64, req: &MemRequest<'_>) -> AccessOutcome;
     fn begin_kernel(&mut self) {}
 }
 

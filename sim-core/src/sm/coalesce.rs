@@ -1,8 +1,9 @@
-//! Turning a warp's lane addresses into 32-byte sector requests, without allocating.
+//! Turning a warp's lane addresses into sector requests (32 bytes on every current part),
+//! without allocating.
 
-/// Up to two sectors per lane (an unaligned access can straddle a sector boundary), and a
-/// 16-byte access per lane covers at most 2 sectors.
-pub const MAX_SECTORS: usize = 64 * 2;
+/// Sectors one warp access can touch: up to four per lane (a 16-byte access straddling a
+/// boundary of sectors as small as 8 bytes); real accesses stay far below.
+pub const MAX_SECTORS: usize = 32 * 4;
 
 /// The unique sectors a warp access touches, ascending.
 pub struct Sectors {
@@ -29,12 +30,13 @@ impl Sectors {
         self.len == 0
     }
 
-    /// Number of distinct 128-byte lines among the sectors.
-    pub fn lines(&self) -> u64 {
+    /// Number of distinct lines of `line_bytes` (a power of two) among the sectors.
+    pub fn lines(&self, line_bytes: u64) -> u64 {
+        let shift = line_bytes.max(1).trailing_zeros();
         let mut n = 0;
         let mut last = u64::MAX;
         for &s in self.as_slice() {
-            let l = s >> 7;
+            let l = s >> shift;
             if l != last {
                 n += 1;
                 last = l;
@@ -43,8 +45,9 @@ impl Sectors {
         n
     }
 
-    /// Fills with the sectors touched by `width` bytes at each active lane's address.
-    pub fn coalesce(&mut self, addrs: &[u64; 32], mask: u32, width: u32) {
+    /// Fills with the sectors (of `1 << sector_shift` bytes) touched by `width` bytes at each
+    /// active lane's address.
+    pub fn coalesce(&mut self, addrs: &[u64; 32], mask: u32, width: u32, sector_shift: u32) {
         self.len = 0;
         let w = width.max(1) as u64;
         let mut m = mask;
@@ -54,12 +57,12 @@ impl Sectors {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let a = addrs[l];
-            let first = a >> 5;
-            let end = (a.wrapping_add(w - 1)) >> 5;
+            let first = a >> sector_shift;
+            let end = (a.wrapping_add(w - 1)) >> sector_shift;
             let mut s = first;
             loop {
                 if self.len < MAX_SECTORS {
-                    let v = s << 5;
+                    let v = s << sector_shift;
                     if self.len > 0 && v < last {
                         sorted = false;
                     }
@@ -99,7 +102,7 @@ mod tests {
             *x = addrs(l as u64);
         }
         let mut s = Sectors::default();
-        s.coalesce(&a, mask, width);
+        s.coalesce(&a, mask, width, 5);
         s
     }
 
@@ -107,14 +110,14 @@ mod tests {
     fn coalesced_4_byte_access_is_four_sectors_one_line() {
         let s = run(|l| 0x1000 + 4 * l, u32::MAX, 4);
         assert_eq!(s.as_slice(), &[0x1000, 0x1020, 0x1040, 0x1060]);
-        assert_eq!(s.lines(), 1);
+        assert_eq!(s.lines(128), 1);
     }
 
     #[test]
     fn coalesced_16_byte_access_is_sixteen_sectors_four_lines() {
         let s = run(|l| 0x2000 + 16 * l, u32::MAX, 16);
         assert_eq!(s.len(), 16);
-        assert_eq!(s.lines(), 4);
+        assert_eq!(s.lines(128), 4);
     }
 
     #[test]
@@ -128,7 +131,7 @@ mod tests {
         let s = run(|l| 0x10_0000 + (31 - l) * 4096, u32::MAX, 4);
         assert_eq!(s.len(), 32);
         assert!(s.as_slice().windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(s.lines(), 32);
+        assert_eq!(s.lines(128), 32);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Issuing one warp instruction: structural checks, effects per instruction kind, and fetching
 //! the next instruction with its register dependencies.
 
-use gpusim_isa::{Inst, MemSpace, UnitClass};
+use gpusim_isa::{Inst, MemSpace};
 
 use super::{Blocked, CtaDone, Sm, banks};
 use crate::kernel_run::KernelRun;
@@ -36,13 +36,20 @@ impl Sm {
             return Err(Blocked { reason, until: pipe_free });
         }
         let uses_port = matches!(t.kind, OpKind::GlobalMem | OpKind::SharedMem | OpKind::AsyncCopy | OpKind::Bulk);
-        if uses_port && self.port_free > now + self.p.lsu_depth {
-            let reason = if t.kind == OpKind::SharedMem { StallReason::MioThrottle } else { StallReason::LgThrottle };
-            return Err(Blocked { reason, until: self.port_free - self.p.lsu_depth });
+        if uses_port {
+            let q = &mut self.subs[sc].mem_queue;
+            while q.front().is_some_and(|&start| start <= now) {
+                q.pop_front();
+            }
+            if q.len() >= self.p.lsu_depth {
+                let reason = if t.kind == OpKind::SharedMem { StallReason::MioThrottle } else { StallReason::LgThrottle };
+                return Err(Blocked { reason, until: q[0] });
+            }
         }
 
         // Issue.
         self.subs[sc].pipe_free[pipe] = now + t.interval as u64;
+        let port_before = self.port_free;
         let active = inst.mask.count_ones() as u64;
         let st = &mut k.stats;
         st.stall(StallReason::Selected, 1);
@@ -131,6 +138,15 @@ impl Sm {
                 g.open = g.open.max(result.0);
                 result.1 = StallReason::MathDependency;
             }
+            OpKind::MbarWait => {
+                // Without a model of mbarrier objects (the memory-hierarchy work adds one), a
+                // try-wait waits for every bulk/TMA copy the CTA has issued so far to land.
+                let cs = self.w.cta_slot[s] as usize;
+                let until = result.0.max(self.ctas[cs].bulk_done);
+                self.set_dsts(s, &inst, (until, StallReason::Barrier));
+                self.w.cursor[s].advance();
+                return self.fetch(s, now, until, StallReason::Barrier, k, done);
+            }
             OpKind::WgmmaWait => {
                 let g = &mut self.w.wgmma_groups[s];
                 if g.open > 0 {
@@ -141,15 +157,11 @@ impl Sm {
                 return self.fetch(s, now, until, StallReason::MathDependency, k, done);
             }
         }
-        if t.kind == OpKind::Other && t.class == UnitClass::Sync {
-            // mbarrier try-wait: in this model it waits for the CTA's bulk copies.
-            let d = k.descs[inst.op as usize].semantics;
-            if d == gpusim_isa::Semantics::MbarWait {
-                let cs = self.w.cta_slot[s] as usize;
-                let until = result.0.max(self.ctas[cs].bulk_done);
-                self.set_dsts(s, &inst, (until, StallReason::Barrier));
-                self.w.cursor[s].advance();
-                return self.fetch(s, now, until, StallReason::Barrier, k, done);
+        if uses_port {
+            // The instruction waits in the sub-core's queue until the data port takes it.
+            let start = port_before.max(now);
+            if start > now {
+                self.subs[sc].mem_queue.push_back(start);
             }
         }
         if t.kind == OpKind::Alu && k.descs[inst.op as usize].semantics == gpusim_isa::Semantics::WgmmaFence {
@@ -233,7 +245,7 @@ impl Sm {
         if !self.w.cursor[s].lane_addresses(prog, inst, &mut self.lane_addrs) {
             return now + t.latency as u64;
         }
-        self.sectors.coalesce(&self.lane_addrs, inst.mask, t.width.max(1));
+        self.sectors.coalesce(&self.lane_addrs, inst.mask, t.width.max(1), self.p.sector_shift);
         let bytes = self.sectors.len() as u64 * self.p.sector;
         let occupancy = ((bytes as f64 / self.p.l1_bytes_per_cycle).ceil() as u64).max(1);
         let start = self.port_free.max(now);
@@ -311,8 +323,9 @@ impl Sm {
             return now + t.latency as u64;
         };
         let bytes = inst.mem.map(|m| m.bulk_bytes as u64).unwrap_or(0).max(1);
-        let first = base & !31;
-        let n = (base + bytes - 1 - first) / 32 + 1;
+        let sector = self.p.sector;
+        let first = base & !(sector - 1);
+        let n = (base.saturating_add(bytes - 1) - first) / sector + 1;
         let start = self.port_free.max(now);
         let mut done = start + 1;
         let mut chunk = [0u64; super::coalesce::MAX_SECTORS];
@@ -320,7 +333,7 @@ impl Sm {
         while i < n {
             let m = (n - i).min(chunk.len() as u64) as usize;
             for (j, c) in chunk[..m].iter_mut().enumerate() {
-                *c = first + (i + j as u64) * 32;
+                *c = first.wrapping_add((i + j as u64) * sector);
             }
             let kind = if t.store { AccessKind::Store } else { AccessKind::AsyncLoad };
             let req = MemRequest { sm: self.id, kind, space: MemSpace::Global, sectors: &chunk[..m], bypass_l1: true };
@@ -328,7 +341,7 @@ impl Sm {
             let tr = &mut k.stats.traffic;
             tr.l2.merge(&out.l2);
             tr.dram.merge(&out.dram);
-            tr.shared.bytes += m as u64 * 32;
+            tr.shared.bytes += m as u64 * sector;
             done = done.max(out.done);
             i += m as u64;
         }

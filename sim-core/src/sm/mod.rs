@@ -39,6 +39,9 @@ struct SubCore {
     /// Registers in use in this sub-core's register file.
     regs_used: u32,
     free_slots: Vec<u16>,
+    /// Memory instructions accepted by the LD/ST path but not yet started on the SM's data
+    /// port: the cycle each starts, oldest first (a FIFO of at most `lsu_queue_depth`).
+    mem_queue: std::collections::VecDeque<u64>,
     /// Earliest cycle at which a warp of this sub-core may issue.
     wake_at: u64,
     order: Vec<u16>,
@@ -47,7 +50,7 @@ struct SubCore {
 #[derive(Clone, Debug, Default)]
 struct CtaSlot {
     active: bool,
-    kernel: u16,
+    kernel: u32,
     coord: Dim3,
     slots: Vec<u16>,
     live_warps: u32,
@@ -70,13 +73,14 @@ struct SmParams {
     regs_per_sub: u32,
     smem: u64,
     sub_cores: u32,
-    lsu_depth: u64,
+    lsu_depth: usize,
     l1_bytes_per_cycle: f64,
     shared_banks: u32,
     shared_bank_width: u32,
     shared_latency: u64,
     branch_resolve: u64,
     sector: u64,
+    sector_shift: u32,
 }
 
 /// One SM.
@@ -117,6 +121,7 @@ impl Sm {
                     scheduler: scheduler::build(&arch.scheduler.policy, arch.scheduler.active_warps)?,
                     regs_used: 0,
                     free_slots: Vec::new(),
+                    mem_queue: std::collections::VecDeque::with_capacity(s.lsu_queue_depth.max(1) as usize),
                     wake_at: u64::MAX,
                     order: Vec::with_capacity(64),
                 })
@@ -131,13 +136,14 @@ impl Sm {
                 regs_per_sub: s.registers / s.sub_cores.max(1),
                 smem: s.shared_mem_per_sm.0,
                 sub_cores: s.sub_cores.max(1),
-                lsu_depth: s.lsu_queue_depth as u64,
+                lsu_depth: s.lsu_queue_depth.max(1) as usize,
                 l1_bytes_per_cycle: arch.l1.bandwidth.0.max(1.0),
                 shared_banks: arch.l1.shared_banks,
                 shared_bank_width: arch.l1.shared_bank_width.0 as u32,
                 shared_latency: arch.l1.shared_latency.0,
                 branch_resolve: s.branch_resolve.0,
-                sector: arch.l1.sector.0.max(1),
+                sector: arch.l1.sector.0.max(1).next_power_of_two(),
+                sector_shift: arch.l1.sector.0.max(1).next_power_of_two().trailing_zeros(),
             },
             subs,
             w: Warps::new(s.max_warps as usize),
@@ -160,11 +166,6 @@ impl Sm {
         Ok(sm)
     }
 
-    /// Whether no CTA is resident.
-    pub fn idle(&self) -> bool {
-        self.ctas_used == 0
-    }
-
     /// Whether a CTA of kernel `k` fits now.
     pub fn fits(&self, k: &KernelRun) -> bool {
         let o = &k.occupancy;
@@ -176,29 +177,18 @@ impl Sm {
         {
             return false;
         }
-        let (need_warps, need_regs) = self.per_sub_need(o.warps_per_cta, o.regs_per_warp);
+        let n = self.subs.len() as u32;
+        let (warps, rpw) = (o.warps_per_cta, o.regs_per_warp);
         self.subs.iter().enumerate().all(|(i, sc)| {
-            let i = (i + self.subs.len() - self.rr_sub as usize) % self.subs.len();
-            sc.free_slots.len() as u32 >= need_warps[i] && sc.regs_used + need_regs[i] <= self.p.regs_per_sub
+            // Warp w of the CTA goes to sub-core (rr_sub + w) % n.
+            let rel = (i as u32 + n - self.rr_sub) % n;
+            let need = warps / n + u32::from(rel < warps % n);
+            sc.free_slots.len() as u32 >= need && sc.regs_used + need * rpw <= self.p.regs_per_sub
         })
     }
 
-    /// Warps and registers each sub-core receives, indexed relative to `rr_sub` (the sub-core
-    /// that receives warp 0).
-    fn per_sub_need(&self, warps: u32, regs_per_warp: u32) -> ([u32; 8], [u32; 8]) {
-        let n = self.p.sub_cores.min(8);
-        let mut w = [0u32; 8];
-        let mut r = [0u32; 8];
-        for i in 0..warps {
-            let s = (i % n) as usize;
-            w[s] += 1;
-            r[s] += regs_per_warp;
-        }
-        (w, r)
-    }
-
     /// Places a CTA of kernel `kidx` on this SM at cycle `now`. The caller checked [`Sm::fits`].
-    pub fn launch(&mut self, now: u64, kidx: u16, k: &mut KernelRun, cta: CtaTrace, done: &mut Vec<CtaDone>) {
+    pub fn launch(&mut self, now: u64, kidx: u32, k: &mut KernelRun, cta: CtaTrace, done: &mut Vec<CtaDone>) {
         let o = k.occupancy;
         let slot_c = self.ctas.iter().position(|c| !c.active).expect("fits() checked CTA slots");
         let nsub = self.subs.len();
@@ -242,6 +232,7 @@ impl Sm {
             w.kernel[s] = kidx;
             w.warp_in_cta[s] = wi as u32;
             w.age[s] = self.next_age;
+            w.launched_at[s] = now;
             self.next_age += 1;
             w.mem_drain[s] = 0;
             w.long_wait[s] = false;
@@ -295,7 +286,7 @@ impl Sm {
     }
 
     /// The kernel index of the CTA in `cta_slot`.
-    pub fn cta_kernel(&self, cta_slot: u16) -> u16 {
+    pub fn cta_kernel(&self, cta_slot: u16) -> u32 {
         self.ctas[cta_slot as usize].kernel
     }
 
@@ -316,6 +307,8 @@ impl Sm {
                 continue;
             }
             let mut order = std::mem::take(&mut self.subs[sc].order);
+            // Events during this step (a barrier release) lower it again through `wake_warp`.
+            self.subs[sc].wake_at = u64::MAX;
             {
                 let sub = &mut self.subs[sc];
                 let view = WarpView { now, ready_at: &self.w.ready_at, age: &self.w.age, long_wait: &self.w.long_wait };
@@ -361,12 +354,10 @@ impl Sm {
                 }
             }
             self.subs[sc].order = order;
-            // Another sub-core's barrier release may have woken this one during the loop.
             let sub = &mut self.subs[sc];
-            sub.wake_at = if sub.wake_at > now { sub.wake_at.min(sub_wake) } else { sub_wake };
-            wake = wake.min(sub.wake_at);
+            sub.wake_at = sub.wake_at.min(sub_wake);
         }
-        // Sub-cores stepped before a release in a later one were woken through `wake_all_subs`.
+        // A release in one sub-core may have woken warps of sub-cores stepped before it.
         for sub in &self.subs {
             wake = wake.min(sub.wake_at);
         }
@@ -386,6 +377,7 @@ impl Sm {
     fn exit_warp(&mut self, s: usize, now: u64, k: &mut KernelRun, done: &mut Vec<CtaDone>) {
         let drain_end = (now + 1).max(self.w.mem_drain[s]);
         k.stats.stall(StallReason::Drain, drain_end - (now + 1));
+        k.stats.resident_warp_cycles += drain_end - self.w.launched_at[s];
         self.w.phase[s] = Phase::Draining;
         self.w.ready_at[s] = u64::MAX;
         self.w.next[s] = None;
@@ -410,10 +402,9 @@ impl Sm {
         if c.at_barrier == 0 || c.at_barrier < c.live_warps {
             return;
         }
-        let slots = c.slots.clone();
         self.ctas[cs].at_barrier = 0;
-        for slot in slots {
-            let s = slot as usize;
+        for i in 0..self.ctas[cs].slots.len() {
+            let s = self.ctas[cs].slots[i] as usize;
             if self.w.phase[s] == Phase::Barrier {
                 self.w.phase[s] = Phase::Running;
                 let at = self.w.held_ready[s].max(now + 1);

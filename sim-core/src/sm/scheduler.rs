@@ -203,3 +203,14 @@ mod tests {
         assert_eq!(out.len(), 4);
     }
 }
+
+#[cfg(test)]
+mod registry_tests {
+    #[test]
+    fn config_validation_knows_exactly_these_policies() {
+        assert_eq!(super::POLICIES, gpusim_configs::POLICIES);
+        for p in super::POLICIES {
+            assert_eq!(super::build(p, 4).unwrap().name(), *p);
+        }
+    }
+}

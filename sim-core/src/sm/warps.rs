@@ -15,7 +15,7 @@ pub enum Phase {
     Running,
     /// Waiting at a CTA barrier.
     Barrier,
-    /// Exited; holds the slot until outstanding stores drain at `ready_at`.
+    /// Exited (its drain cycles already counted); holds the slot until the CTA finishes.
     Draining,
 }
 
@@ -71,9 +71,11 @@ pub struct Warps {
     /// The decoded next instruction (the instruction buffer); `None` past the end.
     pub next: Vec<Option<Inst>>,
     pub cta_slot: Vec<u16>,
-    pub kernel: Vec<u16>,
+    pub kernel: Vec<u32>,
     pub warp_in_cta: Vec<u32>,
     pub age: Vec<u64>,
+    /// Cycle the warp was launched (for the resident warp-cycle count).
+    pub launched_at: Vec<u64>,
     /// Completion of every memory operation issued so far (for MEMBAR and EXIT drain).
     pub mem_drain: Vec<u64>,
     pub long_wait: Vec<bool>,
@@ -101,6 +103,7 @@ impl Warps {
             kernel: vec![0; n],
             warp_in_cta: vec![0; n],
             age: vec![0; n],
+            launched_at: vec![0; n],
             mem_drain: vec![0; n],
             long_wait: vec![false; n],
             held_ready: vec![0; n],
