@@ -31,6 +31,7 @@ use crate::kernel::Trace;
 use crate::source::{KernelSource, TraceSource};
 
 pub(crate) mod common;
+mod inst;
 mod lex;
 mod parse;
 pub(crate) mod stream;

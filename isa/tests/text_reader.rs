@@ -102,6 +102,7 @@ fn magic_and_version() {
     check("kernel k\n", Syntax, 1, 1, "not a gpusim text trace");
     check("gpusim-trace 1 extra\n", Syntax, 1, 16, "unexpected `extra`");
     assert_eq!(text::read_trace("t", "gpusim-trace 1\n").unwrap().kernels.len(), 0);
+    assert_eq!(text::read_trace("t", "\u{feff}gpusim-trace 1\r\n# crlf\r\n").unwrap().kernels.len(), 0);
 }
 
 #[test]
@@ -319,7 +320,7 @@ fn streams_cta_sections_lazily() {
         assert_eq!(i as u64, count);
         let next_section = section_end[i.div_ceil(2).min(1999)];
         assert!(n.get() <= next_section + 256, "CTA {i}: read {} bytes, section ends at {next_section}", n.get());
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             assert_eq!(cta.warps[0].name, format!("p{i}"));
         } else {
             assert_eq!(cta.warps[0].name, "d");

@@ -4,35 +4,20 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::sync::Arc;
 
-use super::common::{check_block, check_cluster, check_grid, check_loop_vars, check_program, check_reg_range};
-use super::lex::{Tok, parse_expr, parse_i32, parse_i64, parse_u32, tokenize};
+use super::common::{check_block, check_cluster, check_grid, check_program};
+use super::inst::ProgState;
+use super::lex::{Tok, parse_u32, tokenize};
 use super::stream::{KernelHead, Parser, Section};
 use crate::error::{Location, TraceError, TraceErrorKind};
 use crate::kernel::{Dim3, KernelInfo, OpTable};
-use crate::program::{AddrExpr, Inst, Lanes, MAX_LOOP_DEPTH, MemRef, Program, Step};
-use crate::reg::{Reg, RegRange};
+use crate::program::{MAX_LOOP_DEPTH, Program, Step};
 
 use TraceErrorKind::{Invalid, Io, Syntax, Truncated, Unsupported};
 
 /// The magic word of the first line.
 pub(crate) const MAGIC: &str = "gpusim-trace";
 
-/// Words that begin kernel, program or section lines; an opcode spelled like one must be quoted.
-const DIRECTIVES: [&str; 4] = ["program", "warps", "cta", "kernel"];
 const HEADER_KEYS: [&str; 9] = ["grid", "block", "cluster", "regs", "smem", "stream", "after", "sm", "ops"];
-
-/// Program-building state while a program's lines are read.
-#[derive(Default)]
-struct ProgState {
-    steps: Vec<Step>,
-    exprs: Vec<AddrExpr>,
-    expr_index: HashMap<AddrExpr, u32>,
-    lane_offsets: Vec<i64>,
-    /// Start of each distinct lane offset list (stored once, like `ProgramBuilder::offsets`).
-    offset_index: HashMap<Vec<i64>, u32>,
-    /// Open loops: step index and line.
-    open: Vec<(usize, u64)>,
-}
 
 /// Which programs a `warps` line can name.
 struct Scope<'a> {
@@ -48,8 +33,8 @@ pub(crate) struct TextParser<R> {
     input: R,
     raw: Vec<u8>,
     text: String,
-    toks: Vec<Tok>,
-    line_no: u64,
+    pub(super) toks: Vec<Tok>,
+    pub(super) line_no: u64,
     started: bool,
     // The kernel being read.
     in_kernel: bool,
@@ -95,12 +80,12 @@ impl<R: BufRead> TextParser<R> {
         Location { file: self.file.clone(), line, col }
     }
 
-    fn err(&self, kind: TraceErrorKind, line: u64, col: u64, msg: impl Into<String>) -> TraceError {
+    pub(super) fn err(&self, kind: TraceErrorKind, line: u64, col: u64, msg: impl Into<String>) -> TraceError {
         TraceError::new(kind, self.loc(line, col), msg)
     }
 
     /// An error at token `i` of the current line.
-    fn err_tok(&self, kind: TraceErrorKind, i: usize, msg: impl Into<String>) -> TraceError {
+    pub(super) fn err_tok(&self, kind: TraceErrorKind, i: usize, msg: impl Into<String>) -> TraceError {
         let col = self.toks.get(i).map_or(1, |t| t.col);
         self.err(kind, self.line_no, col, msg)
     }
@@ -130,7 +115,8 @@ impl<R: BufRead> TextParser<R> {
             }
             self.text.clear();
             match std::str::from_utf8(&self.raw) {
-                Ok(s) => self.text.push_str(s),
+                // A UTF-8 byte order mark at the very start is not part of the text.
+                Ok(s) => self.text.push_str(if self.line_no == 1 { s.trim_start_matches('\u{feff}') } else { s }),
                 Err(e) => {
                     let col = String::from_utf8_lossy(&self.raw[..e.valid_up_to()]).chars().count() as u64 + 1;
                     return Err(self.err(Syntax, self.line_no, col, "the line is not valid UTF-8"));
@@ -143,7 +129,7 @@ impl<R: BufRead> TextParser<R> {
         }
     }
 
-    fn tok(&self, i: usize) -> &str {
+    pub(super) fn tok(&self, i: usize) -> &str {
         let t = &self.toks[i];
         match &t.quoted {
             Some(s) => s,
@@ -152,7 +138,7 @@ impl<R: BufRead> TextParser<R> {
     }
 
     /// Token `i` when it is bare (unquoted).
-    fn bare(&self, i: usize) -> Option<&str> {
+    pub(super) fn bare(&self, i: usize) -> Option<&str> {
         let t = self.toks.get(i)?;
         if t.quoted.is_some() { None } else { Some(&self.text[t.start..t.end]) }
     }
@@ -275,184 +261,12 @@ impl<R: BufRead> TextParser<R> {
         Ok((name, Arc::new(p)))
     }
 
-    fn push_step(&self, st: &mut ProgState, s: Step) -> Result<(), TraceError> {
+    pub(super) fn push_step(&self, st: &mut ProgState, s: Step) -> Result<(), TraceError> {
         if st.steps.len() >= u32::MAX as usize {
             return Err(self.err_tok(Unsupported, 0, "program has more than 2^32 steps"));
         }
         st.steps.push(s);
         Ok(())
-    }
-
-    fn parse_inst(&self, st: &mut ProgState, ops: &mut OpTable) -> Result<(), TraceError> {
-        let n = self.toks.len();
-        let mut i = 0;
-        let mut mask = u32::MAX;
-        if let Some(m) = self.bare(0).and_then(|t| t.strip_prefix('@')) {
-            if m.is_empty() || m.len() > 8 || !m.chars().all(|c| c.is_ascii_hexdigit()) {
-                return Err(self.err_tok(Syntax, 0, format!("bad active mask `@{m}`: expected 8 hex digits")));
-            }
-            mask = u32::from_str_radix(m, 16).unwrap_or(u32::MAX);
-            i = 1;
-            if n == 1 {
-                return Err(self.err_tok(Syntax, 0, "active mask without an opcode"));
-            }
-        }
-        if let Some(d) = self.bare(i).filter(|t| DIRECTIVES.contains(t)) {
-            return Err(self.err_tok(Syntax, i, format!("`{d}` inside a program (missing `end`?)")));
-        }
-        let op = ops.intern(self.tok(i)).map_err(|e| self.err_tok(Unsupported, i, e))?;
-        i += 1;
-        let mut inst = Inst::new(op);
-        inst.mask = mask;
-        let (mut nd, mut ns, mut in_src) = (0usize, 0usize, false);
-        while i < n {
-            let bare = self.bare(i);
-            if bare.is_some_and(|t| t.contains('=')) {
-                break;
-            }
-            if bare == Some("<-") {
-                if in_src {
-                    return Err(self.err_tok(Syntax, i, "a second `<-`"));
-                }
-                in_src = true;
-                i += 1;
-                continue;
-            }
-            let t = self.tok(i);
-            let r = bare.and_then(parse_reg_range).ok_or_else(|| {
-                self.err_tok(
-                    Syntax,
-                    i,
-                    format!("unknown register `{t}` (expected R4, R4x2, UR5, P0, UP1, B0, SB0, RZ, ...)"),
-                )
-            })?;
-            check_reg_range(r).map_err(|e| self.err_tok(Invalid, i, e))?;
-            if in_src {
-                if ns == 4 {
-                    return Err(self.err_tok(Syntax, i, "too many source registers (at most 4)"));
-                }
-                inst.src[ns] = r;
-                ns += 1;
-            } else {
-                if nd == 2 {
-                    return Err(self.err_tok(
-                        Syntax,
-                        i,
-                        "too many destination registers (at most 2; sources follow `<-`)",
-                    ));
-                }
-                inst.dst[nd] = r;
-                nd += 1;
-            }
-            i += 1;
-        }
-        enum LaneSpec {
-            Stride(i32),
-            List(Vec<i64>),
-        }
-        let mut addr: Option<(AddrExpr, usize)> = None;
-        let mut lanes: Option<(LaneSpec, usize)> = None;
-        let mut bytes: Option<(u32, usize)> = None;
-        let (mut imm, mut pc) = (None, None);
-        while i < n {
-            let t = self.tok(i);
-            let Some((k, v)) = self.bare(i).and_then(|t| t.split_once('=')) else {
-                return Err(self.err_tok(Syntax, i, format!("unexpected `{t}`: expected an option `key=value`")));
-            };
-            let vcol = self.toks[i].col + k.chars().count() as u64 + 1;
-            let bad = |what: &str| self.err(Syntax, self.line_no, vcol, format!("bad number `{v}`: expected {what}"));
-            let dup = match k {
-                "addr" => {
-                    let e = parse_expr(v).map_err(|(off, m)| self.err(Syntax, self.line_no, vcol + off as u64, m))?;
-                    addr.replace((e, i)).is_some()
-                }
-                "lanes" => {
-                    let spec = if let Some(list) = v.strip_prefix('[') {
-                        let Some(list) = list.strip_suffix(']') else {
-                            return Err(self.err(Syntax, self.line_no, vcol, "expected `[o0,o1,...]`"));
-                        };
-                        let mut offs = Vec::new();
-                        let mut off = 1usize;
-                        if !list.trim().is_empty() {
-                            for item in list.split(',') {
-                                let lead = item.len() - item.trim_start().len();
-                                let col = vcol + v[..off + lead].chars().count() as u64;
-                                let o = parse_i64(item.trim()).ok_or_else(|| {
-                                    self.err(Syntax, self.line_no, col, format!("bad lane offset `{}`", item.trim()))
-                                })?;
-                                offs.push(o);
-                                off += item.len() + 1;
-                            }
-                        }
-                        LaneSpec::List(offs)
-                    } else {
-                        LaneSpec::Stride(parse_i32(v).ok_or_else(|| bad("a lane stride in -2^31..2^31"))?)
-                    };
-                    lanes.replace((spec, i)).is_some()
-                }
-                "bytes" => bytes.replace((parse_u32(v).ok_or_else(|| bad("a byte count 0..2^32"))?, i)).is_some(),
-                "imm" => imm.replace(parse_i32(v).ok_or_else(|| bad("an immediate in -2^31..2^31"))?).is_some(),
-                "pc" => pc.replace(parse_u32(v).ok_or_else(|| bad("a program counter 0..2^32"))?).is_some(),
-                _ => {
-                    return Err(self.err_tok(
-                        Syntax,
-                        i,
-                        format!("unknown option `{k}` (expected addr, lanes, bytes, imm or pc)"),
-                    ));
-                }
-            };
-            if dup {
-                return Err(self.err_tok(Syntax, i, format!("option `{k}` given twice")));
-            }
-            i += 1;
-        }
-        inst.imm = imm.unwrap_or(0);
-        inst.pc = pc.unwrap_or(0);
-        match addr {
-            None => {
-                if let Some(j) = lanes.map(|l| l.1).or(bytes.map(|b| b.1)) {
-                    return Err(self.err_tok(Invalid, j, "a memory option without `addr=`"));
-                }
-            }
-            Some((e, j)) => {
-                check_loop_vars(&e.coef, st.open.len()).map_err(|m| self.err_tok(Invalid, j, m))?;
-                let next = st.exprs.len() as u32;
-                let idx = *st.expr_index.entry(e).or_insert(next);
-                if idx == next {
-                    st.exprs.push(e);
-                }
-                let lanes = match lanes {
-                    None => Lanes::Stride(ops.get(op).width as i32),
-                    Some((LaneSpec::Stride(s), _)) => Lanes::Stride(s),
-                    Some((LaneSpec::List(offs), j)) => {
-                        if offs.len() != mask.count_ones() as usize {
-                            return Err(self.err_tok(
-                                Invalid,
-                                j,
-                                format!("{} lane offsets for {} active lanes", offs.len(), mask.count_ones()),
-                            ));
-                        }
-                        let start = match st.offset_index.get(&offs) {
-                            Some(&s) => s,
-                            None => {
-                                let s = u32::try_from(st.lane_offsets.len())
-                                    .ok()
-                                    .filter(|s| s.checked_add(32).is_some())
-                                    .ok_or_else(|| {
-                                        self.err_tok(Unsupported, j, "too many lane offsets in one program")
-                                    })?;
-                                st.lane_offsets.extend_from_slice(&offs);
-                                st.offset_index.insert(offs, s);
-                                s
-                            }
-                        };
-                        Lanes::Offsets { start }
-                    }
-                };
-                inst.mem = Some(MemRef { addr: idx, lanes, bulk_bytes: bytes.map_or(0, |b| b.0) });
-            }
-        }
-        self.push_step(st, Step::Inst(inst))
     }
 
     /// Parses the current `warps A..B PROGRAM` line into `layout`.
@@ -532,20 +346,6 @@ impl<R: BufRead> TextParser<R> {
     fn not_closed(&self) -> TraceError {
         self.eof(format!("kernel `{}` (line {}) is never closed with `end`", self.kernel_name, self.kernel_line))
     }
-}
-
-/// `R4`, `R4x4`, `UR5`, `P0`, `RZ`, ... as a register range.
-fn parse_reg_range(t: &str) -> Option<RegRange> {
-    let (name, count) = match t.split_once('x') {
-        Some((n, c)) => {
-            if c.is_empty() || !c.chars().all(|d| d.is_ascii_digit()) {
-                return None;
-            }
-            (n, c.parse::<u8>().ok().filter(|&c| c > 0)?)
-        }
-        None => (t, 1),
-    };
-    Some(RegRange::new(Reg::parse(name)?, count))
 }
 
 impl<R: BufRead> Parser for TextParser<R> {

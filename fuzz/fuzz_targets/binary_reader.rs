@@ -1,0 +1,46 @@
+//! Arbitrary bytes through the streaming binary reader: every kernel and CTA is consumed, and
+//! partially read kernels are skipped. It must never panic; what it accepts must be well formed
+//! and must write back to bytes that read back equal.
+#![no_main]
+
+use gpusim_isa::{TraceSource, binary};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    // Let inputs without the header still reach the record parser.
+    let mut owned;
+    let data = if data.first() == Some(&b'!') {
+        owned = binary::MAGIC.to_vec();
+        owned.extend_from_slice(&binary::VERSION.to_le_bytes());
+        owned.extend_from_slice(&data[1..]);
+        &owned[..]
+    } else {
+        data
+    };
+    let mut r = binary::BinaryReader::from_reader("fuzz.bin", data);
+    let mut n = 0u32;
+    loop {
+        match r.next_kernel() {
+            Ok(Some(mut k)) => {
+                let all = n % 2 == 0;
+                let mut ctas = 0u64;
+                while let Ok(Some(c)) = k.next_cta() {
+                    assert_eq!(c.warps.len() as u32, k.info().warps_per_cta());
+                    ctas += 1;
+                    if !all || ctas > 100_000 {
+                        break;
+                    }
+                }
+                n += 1;
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    if let Ok(t) = binary::read_trace("fuzz.bin", data) {
+        for k in &t.kernels {
+            k.check().expect("accepted kernels are well formed");
+        }
+        let again = binary::to_bytes(&t).expect("accepted traces can be written");
+        assert_eq!(binary::read_trace("again", &again).expect("written traces read back"), t);
+    }
+});
