@@ -121,10 +121,7 @@ fn watchdog_names_stuck_warps_and_keeps_finished_results() {
 
 #[test]
 fn bad_clock_is_rejected() {
-    fails_with(
-        &["run", "--arch", "h100-sxm5-80gb", "--clock-mhz", "0", "examples/ffma_bound.trace"],
-        &["--clock-mhz"],
-    );
+    fails_with(&["run", "--arch", "h100-sxm5-80gb", "--clock-mhz", "0", "examples/ffma_bound.trace"], &["--clock-mhz"]);
 }
 
 #[test]

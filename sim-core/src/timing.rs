@@ -85,7 +85,8 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         (Some(o), _) => (o.latency.0.max(1) as u32, o.issue_interval.0.max(1) as u32),
         (None, Some(rep)) if d.known => {
             let lat = class_timing.latency.0 as i64 + d.latency as i64 - rep.latency as i64;
-            let iv = (class_timing.issue_interval.0 * d.issue_interval as u64).div_ceil(rep.issue_interval.max(1) as u64);
+            let iv =
+                (class_timing.issue_interval.0 * d.issue_interval as u64).div_ceil(rep.issue_interval.max(1) as u64);
             (lat.max(1) as u32, iv.max(1) as u32)
         }
         _ => (class_timing.latency.0.max(1) as u32, class_timing.issue_interval.0.max(1) as u32),

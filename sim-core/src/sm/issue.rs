@@ -42,7 +42,8 @@ impl Sm {
                 q.pop_front();
             }
             if q.len() >= self.p.lsu_depth {
-                let reason = if t.kind == OpKind::SharedMem { StallReason::MioThrottle } else { StallReason::LgThrottle };
+                let reason =
+                    if t.kind == OpKind::SharedMem { StallReason::MioThrottle } else { StallReason::LgThrottle };
                 return Err(Blocked { reason, until: q[0] });
             }
         }
