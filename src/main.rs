@@ -7,6 +7,7 @@ mod open;
 mod print;
 mod run;
 mod trace_cmd;
+mod ubench_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

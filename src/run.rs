@@ -20,8 +20,9 @@ pub struct RunArgs {
     /// Override the SM clock, in MHz.
     #[arg(long)]
     pub clock_mhz: Option<f64>,
-    /// Memory model by name.
-    #[arg(long, default_value = "simple")]
+    /// Memory model by name: `hierarchy` (L1, L2 partitions, HBM) or `simple` (latency and
+    /// bandwidth only).
+    #[arg(long, default_value = "hierarchy")]
     pub memory_model: String,
     /// Print nothing but errors (with --json).
     #[arg(long, short)]

@@ -25,6 +25,9 @@ pub enum TraceCmd {
     },
     /// Summarise a trace: kernels, launch shapes, programs and instruction counts.
     Info { input: PathBuf },
+    /// Write the trace of a microbenchmark (pointer chase, STREAM, L2 bandwidth, bank conflicts,
+    /// cp.async/TMA pipelines, distributed shared memory).
+    Ubench(crate::ubench_cmd::UbenchArgs),
 }
 
 /// Reads a whole trace into memory (CTAs with their own programs become per-CTA overrides).
@@ -75,6 +78,7 @@ fn write(trace: &Trace, out: &Path, binary_out: bool) -> CliResult {
 
 pub fn trace(cmd: TraceCmd) -> CliResult {
     match cmd {
+        TraceCmd::Ubench(args) => crate::ubench_cmd::ubench(args),
         TraceCmd::Convert { input, output, to } => {
             let binary_out = match to.as_deref() {
                 Some("binary") => true,

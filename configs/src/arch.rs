@@ -152,6 +152,8 @@ pub struct L2 {
     /// Extra latency of a hit in the far partition.
     pub far_extra_latency: Cycles,
     pub slice_bandwidth: BytesPerCycle,
+    /// Extra latency of a TMA load over an ordinary load from the same level.
+    pub tma_extra_latency: Cycles,
 }
 
 /// The network between SMs and L2 slices.
@@ -170,8 +172,19 @@ pub struct Hbm {
     pub channels_per_stack: u32,
     /// Peak bandwidth of all stacks together (datasheet).
     pub bandwidth: BytesPerSec,
-    /// Access latency of DRAM beyond the L2 miss path, unloaded.
+    /// Unloaded latency of a random (row-miss) DRAM access beyond the L2 miss path.
     pub latency: Picos,
+    pub banks_per_channel: u32,
+    /// Row (page) size per bank.
+    pub row_size: Bytes,
+    /// Extra time to open a row that is not open (tRP + tRCD).
+    pub row_miss_penalty: Picos,
+    /// tREFI.
+    pub refresh_interval: Picos,
+    /// tRFC: time a channel is unavailable per refresh.
+    pub refresh_time: Picos,
+    /// Bytes of consecutive addresses on one channel before the next.
+    pub interleave: Bytes,
 }
 
 /// Simulation controls that are not properties of the chip.

@@ -162,6 +162,9 @@ section! {
         far_extra_latency: Opt<Cycles>, "cycles", default Cycles(0);
         /// Bandwidth of one slice.
         slice_bandwidth: Opt<BytesPerCycle>, "B/clk";
+        /// Extra latency of a TMA (bulk tensor) load over an ordinary load from the same level:
+        /// the copy engine's descriptor and transaction handling. 0 for parts without TMA.
+        tma_extra_latency: Opt<Cycles>, "cycles", default Cycles(0);
     }
 }
 
@@ -186,9 +189,25 @@ section! {
         channels_per_stack: Opt<u32>, "channels", min 1;
         /// Peak bandwidth of all stacks together (datasheet).
         bandwidth: Opt<BytesPerSec>, "B/s";
-        /// Unloaded DRAM access latency beyond the L2 miss path: a DRAM load takes
-        /// `l2.hit_latency` plus this.
+        /// Unloaded latency of a random DRAM access (a row miss) beyond the L2 miss path: such a
+        /// load takes `l2.hit_latency` plus this. A row-buffer hit is `row_miss_penalty` faster.
         latency: Opt<Picos>, "time";
+        /// Banks per channel; each keeps one row open. Default 16: JEDEC HBM2/HBM3 (estimate for
+        /// NVIDIA parts, which do not state it).
+        banks_per_channel: Opt<u32>, "banks", default 16, min 1;
+        /// Row (page) size per bank. Default 1 KiB: JEDEC HBM2 pseudo-channel page size.
+        row_size: Opt<Bytes>, "bytes", default Bytes(1024), min Bytes(32);
+        /// Extra time to open a row that is not the bank's open one (precharge + activate,
+        /// tRP + tRCD). Default 28 ns: JEDEC HBM2 speed bins, about 14 ns each.
+        row_miss_penalty: Opt<Picos>, "time", default Picos(28_000);
+        /// Average interval between refresh commands (tREFI). Default 3.9 µs: JEDEC HBM2.
+        refresh_interval: Opt<Picos>, "time", default Picos(3_900_000);
+        /// Time a channel cannot transfer data per refresh (tRFC). Default 260 ns: JEDEC 8 Gb
+        /// HBM2 dies.
+        refresh_time: Opt<Picos>, "time", default Picos(260_000);
+        /// Bytes of consecutive addresses mapped to one channel before the next.
+        /// Default 256 B (estimate).
+        interleave: Opt<Bytes>, "bytes", default Bytes(256), min Bytes(32);
     }
 }
 

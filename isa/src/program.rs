@@ -232,6 +232,8 @@ pub struct ProgramBuilder {
     open: Vec<usize>,
     /// Start of each distinct lane offset list already added.
     offset_lists: std::collections::HashMap<Vec<i64>, u32>,
+    /// Index of each distinct address expression already added.
+    expr_index: std::collections::HashMap<AddrExpr, u32>,
 }
 
 impl ProgramBuilder {
@@ -251,11 +253,12 @@ impl ProgramBuilder {
 
     /// Adds an address expression and returns its index for a [`MemRef`].
     pub fn expr(&mut self, e: AddrExpr) -> u32 {
-        if let Some(i) = self.prog.exprs.iter().position(|x| *x == e) {
-            return i as u32;
+        let next = self.prog.exprs.len() as u32;
+        let i = *self.expr_index.entry(e).or_insert(next);
+        if i == next {
+            self.prog.exprs.push(e);
         }
-        self.prog.exprs.push(e);
-        (self.prog.exprs.len() - 1) as u32
+        i
     }
 
     /// Adds explicit per-active-lane offsets and returns the [`Lanes`] that refers to them.

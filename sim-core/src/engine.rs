@@ -23,7 +23,7 @@ pub struct SimOptions {
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { memory_model: "simple".into() }
+        SimOptions { memory_model: "hierarchy".into() }
     }
 }
 
@@ -49,7 +49,7 @@ pub fn simulate(arch: &Arch, source: &mut dyn TraceSource, opts: &SimOptions) ->
         }
         e.run(None)
     })();
-    res.map(|_| build_report(arch, opts, &e.kernels, e.now))
+    res.map(|_| build_report(arch, opts, &e.kernels, e.now, e.mem.links()))
 }
 
 impl<'a> Engine<'a> {
@@ -78,7 +78,7 @@ impl<'a> Engine<'a> {
         } else {
             let end = finished.iter().map(|&i| self.kernels[i].end).max().unwrap_or(0);
             let ks: Vec<&KernelRun> = finished.iter().map(|&i| &self.kernels[i]).collect();
-            Some(Box::new(crate::report::build_report_refs(self.arch, "partial", &ks, end)))
+            Some(Box::new(crate::report::build_report_refs(self.arch, "partial", &ks, end, self.mem.links())))
         };
         SimError { kind, partial }
     }
@@ -237,7 +237,8 @@ impl<'a> Engine<'a> {
             }
             if k.start.is_none() {
                 k.start = Some(self.now);
-                self.mem.begin_kernel();
+                let shared = k.occupancy.smem_per_cta * k.occupancy.ctas_per_sm as u64;
+                self.mem.begin_kernel(shared);
             }
             k.ctas_dispatched += 1;
             self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);

@@ -30,6 +30,8 @@ pub struct Report {
     pub flops: u64,
     pub tflops: f64,
     pub kernels: Vec<KernelReport>,
+    /// Utilisation and queueing of the memory system's links over the whole run.
+    pub links: Vec<crate::mem::LinkStats>,
 }
 
 /// One kernel.
@@ -164,12 +166,24 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
     }
 }
 
-pub(crate) fn build_report(arch: &Arch, opts: &SimOptions, kernels: &[KernelRun], end: u64) -> Report {
+pub(crate) fn build_report(
+    arch: &Arch,
+    opts: &SimOptions,
+    kernels: &[KernelRun],
+    end: u64,
+    links: Vec<crate::mem::LinkStats>,
+) -> Report {
     let refs: Vec<&KernelRun> = kernels.iter().collect();
-    build_report_refs(arch, &opts.memory_model, &refs, end)
+    build_report_refs(arch, &opts.memory_model, &refs, end, links)
 }
 
-pub(crate) fn build_report_refs(arch: &Arch, model: &str, kernels: &[&KernelRun], end: u64) -> Report {
+pub(crate) fn build_report_refs(
+    arch: &Arch,
+    model: &str,
+    kernels: &[&KernelRun],
+    end: u64,
+    links: Vec<crate::mem::LinkStats>,
+) -> Report {
     let ks: Vec<KernelReport> = kernels.iter().map(|k| kernel_report(arch, k)).collect();
     let first = kernels.iter().filter_map(|k| k.start).min().unwrap_or(0);
     let last = kernels.iter().map(|k| k.end).max().unwrap_or(end);
@@ -187,5 +201,6 @@ pub(crate) fn build_report_refs(arch: &Arch, model: &str, kernels: &[&KernelRun]
         flops,
         tflops: if time_us > 0.0 { flops as f64 / (time_us * 1e-6) / 1e12 } else { 0.0 },
         kernels: ks,
+        links,
     }
 }

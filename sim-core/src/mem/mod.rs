@@ -1,7 +1,12 @@
 //! The memory system behind the LD/ST units: one interface, implementations chosen by name.
 
+pub mod cache;
+pub mod hbm;
+pub mod hierarchy;
+pub mod server;
 mod simple;
 
+pub use hierarchy::Hierarchy;
 pub use simple::SimpleMemory;
 
 use gpusim_configs::Arch;
@@ -45,6 +50,20 @@ pub struct AccessOutcome {
     pub dram: LevelTraffic,
 }
 
+/// Utilisation of one kind of link or server, summed over its instances.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LinkStats {
+    /// `sm_port`, `l2_slice`, `hbm_channel`, ...
+    pub name: String,
+    pub instances: u32,
+    pub bytes: u64,
+    /// Cycles the instances were busy, summed.
+    pub busy_cycles: u64,
+    /// Cycles requests waited before service, summed (queueing delay).
+    pub queue_cycles: u64,
+    pub requests: u64,
+}
+
 /// A model of everything between the SMs' LD/ST units and DRAM.
 ///
 /// Contract:
@@ -61,15 +80,21 @@ pub trait MemorySystem {
     /// The name this implementation registers under.
     fn name(&self) -> &'static str;
     fn access(&mut self, at: u64, req: &MemRequest<'_>) -> AccessOutcome;
-    fn begin_kernel(&mut self) {}
+    /// `shared_per_sm`: shared memory the kernel's resident CTAs need per SM (for the carveout).
+    fn begin_kernel(&mut self, _shared_per_sm: u64) {}
+    /// Utilisation of the links and servers so far.
+    fn links(&self) -> Vec<LinkStats> {
+        Vec::new()
+    }
 }
 
 /// The memory models, by the name a run selects (`SimOptions::memory_model`).
-pub const MODELS: &[&str] = &["simple"];
+pub const MODELS: &[&str] = &["hierarchy", "simple"];
 
 /// Builds the memory model `name` for `arch`.
 pub fn build(name: &str, arch: &Arch) -> Result<Box<dyn MemorySystem>, String> {
     match name {
+        "hierarchy" => Ok(Box::new(Hierarchy::new(arch))),
         "simple" => Ok(Box::new(SimpleMemory::new(arch))),
         _ => Err(format!("unknown memory model `{name}` (known: {})", MODELS.join(", "))),
     }

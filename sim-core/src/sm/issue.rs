@@ -347,6 +347,6 @@ impl Sm {
             i += m as u64;
         }
         k.stats.traffic.requested_bytes += bytes;
-        done
+        done + self.p.tma_extra_latency
     }
 }

@@ -81,6 +81,7 @@ struct SmParams {
     branch_resolve: u64,
     sector: u64,
     sector_shift: u32,
+    tma_extra_latency: u64,
 }
 
 /// One SM.
@@ -144,6 +145,7 @@ impl Sm {
                 branch_resolve: s.branch_resolve.0,
                 sector: arch.l1.sector.0.max(1).next_power_of_two(),
                 sector_shift: arch.l1.sector.0.max(1).next_power_of_two().trailing_zeros(),
+                tma_extra_latency: arch.l2.tma_extra_latency.0,
             },
             subs,
             w: Warps::new(s.max_warps as usize),

@@ -72,6 +72,7 @@ pub fn arch(sms: u32) -> Arch {
             hit_latency: Cycles(200),
             far_extra_latency: Cycles(200),
             slice_bandwidth: BytesPerCycle(64.0),
+            tma_extra_latency: Cycles(0),
         },
         noc: Noc { latency: Cycles(100), sm_port_bandwidth: BytesPerCycle(64.0) },
         hbm: Hbm {
@@ -80,6 +81,12 @@ pub fn arch(sms: u32) -> Arch {
             channels_per_stack: 16,
             bandwidth: BytesPerSec(2e12),
             latency: Picos(300_000),
+            banks_per_channel: 16,
+            row_size: Bytes(1024),
+            row_miss_penalty: Picos(28_000),
+            refresh_interval: Picos(3_900_000),
+            refresh_time: Picos(260_000),
+            interleave: Bytes(256),
         },
         sim: SimParams { watchdog_cycles: Cycles(100_000), kernel_launch_overhead: Cycles(0) },
     }

@@ -1,0 +1,291 @@
+//! The memory hierarchy: a sectored L1 per SM, the network from SMs to L2 slices, a partitioned
+//! L2, and HBM channels with banks and row buffers.
+//!
+//! Timing is by reservation: each access walks its path at once, reserving bandwidth on every
+//! server it crosses (SM port, L2 slice, HBM bank and bus) in call order, and learns when its
+//! data is back. Latency = the unloaded latency of the level that serves it + every queueing
+//! delay on the way.
+//!
+//! **L1** (per SM): sectored, LRU; loads allocate, global stores write through and invalidate
+//! the sectors they write (no allocate on write); `.BYPASS`/`.CG` loads and async copies skip
+//! it. A hit waits for an in-flight fill of its line (MSHR merging). Its capacity is the unified
+//! SRAM minus the shared-memory carveout the running kernel needs, and it starts every kernel
+//! invalidated.
+//!
+//! **L2**: `partitions` caches, each the near partition of the SMs of half the GPCs. A load
+//! looks in its near partition (`l2.hit_latency`); on a miss it looks in the far partitions
+//! (`l2.far_extra_latency` more) and copies what it finds into the near one; on a miss
+//! everywhere it reads HBM and fills the near partition. Lines the near partition evicts move to
+//! a far partition, which so acts as a victim store: from one SM's view, the near partition
+//! holds the most recent `size/partitions` bytes and the two together `size`, which is what
+//! pointer chases on A100 and H100 show (near plateau, far plateau, DRAM). Stores allocate
+//! sectors without fetching (write-back, write-allocate); dirty lines leaving the L2 are
+//! written to HBM. The L2 keeps its contents from kernel to kernel.
+
+use gpusim_configs::Arch;
+use gpusim_isa::MemSpace;
+
+use super::cache::{Probe, SectorCache, Victim};
+use super::hbm::Hbm;
+use super::server::Server;
+use super::{AccessKind, AccessOutcome, MemRequest, MemorySystem};
+use crate::rate::FRAC;
+
+pub struct Hierarchy {
+    l1: Vec<SectorCache>,
+    l1_assoc: u32,
+    l1_sram: u64,
+    carveouts: Vec<u64>,
+    l1_latency: u64,
+    sector_shift: u32,
+    line_shift: u32,
+    sector_bytes: u64,
+    ports: Vec<Server>,
+    slices: Vec<Server>,
+    slices_per_part: u64,
+    parts: Vec<SectorCache>,
+    sm_side: Vec<u32>,
+    l2_latency: u64,
+    far_extra: u64,
+    dram_latency: u64,
+    hbm: Hbm,
+}
+
+impl Hierarchy {
+    pub fn new(arch: &Arch) -> Hierarchy {
+        let line = arch.l2.line.0.max(32).next_power_of_two();
+        let sector = arch.l1.sector.0.max(8).next_power_of_two().min(line);
+        let parts = arch.l2.partitions.max(1);
+        let part_lines = arch.l2.size.0 / parts as u64 / line;
+        let sms = arch.sm.count.max(1);
+        let gpcs = arch.sm.gpcs.clamp(1, sms);
+        let sm_side = (0..sms)
+            .map(|s| {
+                let gpc = s as u64 * gpcs as u64 / sms as u64;
+                (gpc * parts as u64 / gpcs as u64) as u32
+            })
+            .collect();
+        let hbm = Hbm::new(arch);
+        let hbm_cycles = arch.hbm.latency.to_cycles(arch.clocks.sm).0;
+        let mut carveouts: Vec<u64> = arch.sm.shared_mem_carveouts.iter().map(|b| b.0).collect();
+        carveouts.sort_unstable();
+        let mut h = Hierarchy {
+            l1: Vec::new(),
+            l1_assoc: arch.l1.assoc,
+            l1_sram: arch.l1.sram.0,
+            carveouts,
+            l1_latency: arch.l1.hit_latency.0,
+            sector_shift: sector.trailing_zeros(),
+            line_shift: line.trailing_zeros(),
+            sector_bytes: sector,
+            ports: (0..sms).map(|_| Server::new(arch.noc.sm_port_bandwidth.0)).collect(),
+            slices: (0..arch.l2.slices.max(parts)).map(|_| Server::new(arch.l2.slice_bandwidth.0)).collect(),
+            slices_per_part: (arch.l2.slices.max(parts) / parts) as u64,
+            parts: (0..parts).map(|_| SectorCache::new(part_lines, arch.l2.assoc, true)).collect(),
+            sm_side,
+            l2_latency: arch.l2.hit_latency.0,
+            far_extra: arch.l2.far_extra_latency.0,
+            dram_latency: hbm_cycles.saturating_sub(hbm.row_miss_cycles()),
+            hbm,
+        };
+        h.size_l1(0);
+        h
+    }
+
+    /// Rebuilds the L1s for a kernel that needs `shared` bytes of shared memory per SM: the
+    /// carveout is the smallest supported one that holds it, the L1 gets the rest of the SRAM.
+    fn size_l1(&mut self, shared: u64) {
+        let carve = self.carveouts.iter().copied().find(|&c| c >= shared).unwrap_or(shared);
+        let l1_bytes = self.l1_sram.saturating_sub(carve).max(1 << self.line_shift);
+        let lines = l1_bytes >> self.line_shift;
+        let n = self.ports.len();
+        self.l1 = (0..n).map(|_| SectorCache::new(lines, self.l1_assoc, false)).collect();
+    }
+
+    #[inline]
+    fn sectors_of(&self, mask: u32) -> u64 {
+        mask.count_ones() as u64
+    }
+
+    /// Moves a line evicted from partition `from` into the next partition, as a victim; dirty
+    /// lines that leave the L2 are written to HBM. Returns when that write-back is done (0 when
+    /// there is none): the eviction holds up the access that caused it until then.
+    /// `now_fp` is the issue time of the access that caused the eviction, `at_fp` when the
+    /// eviction happens.
+    fn place_victim(&mut self, from: usize, v: Victim, now_fp: u64, at_fp: u64) -> u64 {
+        let parts = self.parts.len();
+        if parts > 1 {
+            let to = (from + 1) % parts;
+            match self.parts[to].fill(v.line, v.valid_sectors, 0, v.dirty_sectors != 0) {
+                Some(v2) => self.write_back(v2, now_fp, at_fp),
+                None => 0,
+            }
+        } else {
+            self.write_back(v, now_fp, at_fp)
+        }
+    }
+
+    fn write_back(&mut self, v: Victim, now_fp: u64, at_fp: u64) -> u64 {
+        if v.dirty_sectors == 0 {
+            return 0;
+        }
+        let bytes = v.dirty_sectors.count_ones() as u64 * self.sector_bytes;
+        self.hbm.access(now_fp, at_fp, v.line << self.line_shift, bytes, true).div_ceil(FRAC)
+    }
+
+    /// An L2 access for `mask` sectors of `line` from `sm`, leaving the SM at `at` (cycles).
+    /// Returns when the data is back at the SM, and counts traffic.
+    fn l2_access(&mut self, at: u64, sm: usize, line: u64, mask: u32, write: bool, out: &mut AccessOutcome) -> u64 {
+        let n = self.sectors_of(mask);
+        let bytes = n * self.sector_bytes;
+        let at_fp = at * FRAC;
+        let side = self.sm_side[sm] as usize;
+        let p_start = self.ports[sm].reserve(at_fp, bytes);
+        let hash = line ^ (line >> 9) ^ (line >> 19);
+        let slice_in_part = (hash % self.slices_per_part) as usize;
+        let s_idx = side * self.slices_per_part as usize + slice_in_part;
+        let s_start = self.slices[s_idx].reserve(p_start, bytes);
+        let base = at + self.l2_latency + (s_start - at_fp) / FRAC;
+        out.l2.requests += 1;
+        out.l2.sectors += n;
+        out.l2.bytes += bytes;
+
+        if write {
+            out.l2.hits += n;
+            let mut ack = base;
+            if let Some(v) = self.parts[side].fill(line, mask, base, true) {
+                ack = ack.max(self.place_victim(side, v, at_fp, s_start));
+            }
+            return ack;
+        }
+
+        // Near partition.
+        let mut ready = base;
+        let mut need = 0u32;
+        for sec in 0..32 {
+            if mask & (1 << sec) == 0 {
+                continue;
+            }
+            match self.parts[side].probe(line, sec) {
+                Probe::Hit(r) => ready = ready.max(r),
+                _ => need |= 1 << sec,
+            }
+        }
+        out.l2.hits += n - self.sectors_of(need);
+        if need == 0 {
+            return ready;
+        }
+        out.l2.misses += self.sectors_of(need);
+
+        // Far partitions: copy into the near one.
+        let parts = self.parts.len();
+        for k in 1..parts {
+            let q = (side + k) % parts;
+            if let Some(r) = self.parts[q].ready_if_present(line, need) {
+                let far_bytes = self.sectors_of(need) * self.sector_bytes;
+                let f_start =
+                    self.slices[q * self.slices_per_part as usize + slice_in_part].reserve(s_start, far_bytes);
+                let t = (at + self.l2_latency + self.far_extra + (f_start - at_fp) / FRAC).max(r);
+                self.parts[q].probe(line, need.trailing_zeros());
+                let mut t = t;
+                if let Some(v) = self.parts[side].fill(line, need, t, false) {
+                    t = t.max(self.place_victim(side, v, at_fp, f_start));
+                }
+                return ready.max(t);
+            }
+        }
+
+        // HBM.
+        let d = self.sectors_of(need);
+        let end = self.hbm.access(at_fp, s_start, line << self.line_shift, d * self.sector_bytes, false);
+        let t = at + self.l2_latency + self.dram_latency + (end - at_fp).div_ceil(FRAC);
+        out.dram.requests += 1;
+        out.dram.sectors += d;
+        out.dram.bytes += d * self.sector_bytes;
+        out.dram.misses += d;
+        let mut t = t;
+        if let Some(v) = self.parts[side].fill(line, need, t, false) {
+            t = t.max(self.place_victim(side, v, at_fp, end));
+        }
+        ready.max(t)
+    }
+}
+
+impl MemorySystem for Hierarchy {
+    fn name(&self) -> &'static str {
+        "hierarchy"
+    }
+
+    fn begin_kernel(&mut self, shared_per_sm: u64) {
+        self.size_l1(shared_per_sm);
+    }
+
+    fn links(&self) -> Vec<super::LinkStats> {
+        vec![
+            super::server::summarize("sm_port", &self.ports),
+            super::server::summarize("l2_slice", &self.slices),
+            self.hbm.link_stats(),
+        ]
+    }
+
+    fn access(&mut self, at: u64, req: &MemRequest<'_>) -> AccessOutcome {
+        let mut out = AccessOutcome::default();
+        let sm = req.sm as usize;
+        let spl_mask = (1u64 << (self.line_shift - self.sector_shift)) - 1;
+        let write = matches!(req.kind, AccessKind::Store | AccessKind::Reduction);
+        let atomic = req.kind == AccessKind::Atomic;
+        let through_l1 = !req.bypass_l1 && !write && !atomic && req.space != MemSpace::Shared;
+        let mut done = at + 1;
+        let mut i = 0;
+        let secs = req.sectors;
+        while i < secs.len() {
+            // One line's sectors at a time (the slice is sorted).
+            let line = secs[i] >> self.line_shift;
+            let mut mask = 0u32;
+            while i < secs.len() && secs[i] >> self.line_shift == line {
+                mask |= 1 << ((secs[i] >> self.sector_shift) & spl_mask);
+                i += 1;
+            }
+            let n = mask.count_ones() as u64;
+            if through_l1 {
+                out.l1.requests += 1;
+                out.l1.sectors += n;
+                out.l1.bytes += n * self.sector_bytes;
+                let mut miss = 0u32;
+                let mut ready = at + self.l1_latency;
+                for sec in 0..32 {
+                    if mask & (1 << sec) == 0 {
+                        continue;
+                    }
+                    match self.l1[sm].probe(line, sec) {
+                        Probe::Hit(r) => ready = ready.max(r),
+                        _ => miss |= 1 << sec,
+                    }
+                }
+                out.l1.hits += n - miss.count_ones() as u64;
+                out.l1.misses += miss.count_ones() as u64;
+                if miss != 0 {
+                    let t = self.l2_access(at, sm, line, miss, false, &mut out);
+                    self.l1[sm].fill(line, miss, t, false);
+                    ready = ready.max(t);
+                }
+                done = done.max(ready);
+            } else {
+                if write || atomic {
+                    self.l1[sm].invalidate_sectors(line, mask);
+                }
+                let t = self.l2_access(at, sm, line, mask, write, &mut out);
+                if atomic {
+                    // The read-modify-write leaves the line dirty at the L2.
+                    let side = self.sm_side[sm] as usize;
+                    if let Some(v) = self.parts[side].fill(line, mask, t, true) {
+                        let _ = self.place_victim(side, v, at * FRAC, t * FRAC);
+                    }
+                }
+                done = done.max(t);
+            }
+        }
+        out.done = done;
+        out
+    }
+}
