@@ -137,6 +137,8 @@ pub enum Semantics {
     BulkCopy,
     /// mbarrier arrive (`SYNCS.ARRIVE...`), possibly with an expected transaction byte count.
     MbarArrive,
+    /// mbarrier initialisation (`SYNCS.EXCH.64`); the immediate, when given, is the arrival count.
+    MbarInit,
     /// mbarrier wait/try-wait (`SYNCS.PHASECHK...`).
     MbarWait,
     /// `WARPGROUP.ARRIVE` (wgmma.fence).
@@ -527,6 +529,8 @@ pub struct OpDesc {
     pub matrices: u8,
     /// False when the base mnemonic is not in the table.
     pub known: bool,
+    /// An mbarrier arrival that also expects transaction bytes (`SYNCS.ARRIVE.TRANS64`).
+    pub expect_tx: bool,
     pub since_sm: u8,
 }
 
@@ -553,6 +557,7 @@ pub fn decode(mnemonic: &str) -> OpDesc {
             tensor: None,
             matrices: 0,
             known: true,
+            expect_tx: false,
             since_sm: e.since_sm,
         },
         None => OpDesc {
@@ -570,6 +575,7 @@ pub fn decode(mnemonic: &str) -> OpDesc {
             tensor: None,
             matrices: 0,
             known: false,
+            expect_tx: false,
             since_sm: 0,
         },
     };
@@ -606,7 +612,13 @@ fn apply_modifiers(d: &mut OpDesc, mods: &[&str]) {
                 d.latency = 4;
             } else if mods.iter().any(|m| *m == "PHASECHK" || m.starts_with("TRYWAIT") || *m == "WAIT") {
                 d.semantics = Semantics::MbarWait;
+            } else if mods.first() == Some(&"EXCH") {
+                // mbarrier.init is an exchange on the barrier word.
+                d.semantics = Semantics::MbarInit;
+                d.latency = 4;
             }
+            // `.TRANS64` arrivals carry an expected transaction byte count (expect_tx).
+            d.expect_tx = d.semantics == Semantics::MbarArrive && mods.contains(&"TRANS64");
         }
         "WARPGROUP" => {
             if mods.first() == Some(&"ARRIVE") {

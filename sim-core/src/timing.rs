@@ -37,8 +37,10 @@ pub enum OpKind {
     MemBarrier,
     WgmmaAsync,
     WgmmaWait,
-    /// mbarrier try-wait: waits for the CTA's outstanding bulk/TMA copies (see `issue.rs`).
+    /// mbarrier try-wait: waits for the next phase of the barrier (see `sm/mbarrier.rs`).
     MbarWait,
+    MbarArrive,
+    MbarInit,
     /// Memory-class instructions without a data access (`CCTL`, `UTMAPF`, ...): fixed latency.
     Other,
 }
@@ -105,6 +107,8 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         Semantics::WgmmaAsync => OpKind::WgmmaAsync,
         Semantics::WgmmaWait => OpKind::WgmmaWait,
         Semantics::MbarWait => OpKind::MbarWait,
+        Semantics::MbarArrive => OpKind::MbarArrive,
+        Semantics::MbarInit => OpKind::MbarInit,
         _ => match d.mem {
             MemSpace::Shared => OpKind::SharedMem,
             MemSpace::Global | MemSpace::Local | MemSpace::Generic | MemSpace::Texture | MemSpace::SharedCluster => {

@@ -110,6 +110,7 @@ impl Sm {
                 let d = self.bulk_access(s, &inst, &t, now, k, mem);
                 let cs = self.w.cta_slot[s] as usize;
                 self.ctas[cs].bulk_done = self.ctas[cs].bulk_done.max(d);
+                self.mbar_tx(s, d, now);
                 self.w.mem_drain[s] = self.w.mem_drain[s].max(d);
             }
             OpKind::MemBarrier => {
@@ -139,14 +140,39 @@ impl Sm {
                 g.open = g.open.max(result.0);
                 result.1 = StallReason::MathDependency;
             }
+            OpKind::MbarInit => {
+                if let Some(addr) = self.mem_base(s, &inst) {
+                    self.mbar_init(s, addr, inst.imm.max(1) as u32);
+                }
+            }
+            OpKind::MbarArrive => {
+                if let Some(addr) = self.mem_base(s, &inst) {
+                    let tx = k.descs[inst.op as usize].expect_tx;
+                    self.mbar_arrive(s, addr, now, tx);
+                }
+            }
             OpKind::MbarWait => {
-                // Without a model of mbarrier objects (the memory-hierarchy work adds one), a
-                // try-wait waits for every bulk/TMA copy the CTA has issued so far to land.
                 let cs = self.w.cta_slot[s] as usize;
-                let until = result.0.max(self.ctas[cs].bulk_done);
-                self.set_dsts(s, &inst, (until, StallReason::Barrier));
+                self.set_dsts(s, &inst, result);
                 self.w.cursor[s].advance();
-                return self.fetch(s, now, until, StallReason::Barrier, k, done);
+                match self.mem_base(s, &inst) {
+                    Some(addr) => match self.mbar_wait(s, addr) {
+                        Some(at) => return self.fetch(s, now, at.max(result.0), StallReason::Barrier, k, done),
+                        None => {
+                            self.fetch(s, now, result.0, StallReason::Barrier, k, done)?;
+                            if self.w.phase[s] == Phase::Running {
+                                self.block_on_mbar(s, now);
+                            }
+                            return Ok(());
+                        }
+                    },
+                    // Without the barrier's address (an imported trace), wait for every bulk
+                    // copy the CTA has issued so far.
+                    None => {
+                        let until = result.0.max(self.ctas[cs].bulk_done);
+                        return self.fetch(s, now, until, StallReason::Barrier, k, done);
+                    }
+                }
             }
             OpKind::WgmmaWait => {
                 let g = &mut self.w.wgmma_groups[s];
@@ -174,6 +200,12 @@ impl Sm {
         self.set_dsts(s, &inst, result);
         self.w.cursor[s].advance();
         self.fetch(s, now, now + 1, StallReason::Wait, k, done)
+    }
+
+    /// The evaluated base address of the instruction's memory operand, if it has one.
+    fn mem_base(&self, s: usize, inst: &Inst) -> Option<u64> {
+        let prog = self.w.program[s].as_deref()?;
+        self.w.cursor[s].base_address(prog, inst)
     }
 
     fn set_dsts(&mut self, s: usize, inst: &Inst, (at, reason): (u64, StallReason)) {

@@ -9,6 +9,7 @@
 pub mod banks;
 pub mod coalesce;
 mod issue;
+mod mbarrier;
 pub mod scheduler;
 pub mod warps;
 
@@ -48,7 +49,7 @@ struct SubCore {
 }
 
 #[derive(Clone, Debug, Default)]
-struct CtaSlot {
+pub(crate) struct CtaSlot {
     active: bool,
     kernel: u32,
     coord: Dim3,
@@ -63,6 +64,8 @@ struct CtaSlot {
     regs_per_warp: u32,
     smem: u64,
     threads: u32,
+    mbars: Vec<mbarrier::Mbar>,
+    mbar_waiters: Vec<mbarrier::MbarWaiter>,
 }
 
 /// Static per-SM parameters derived from the chip once.
@@ -205,6 +208,8 @@ impl Sm {
         c.at_barrier = 0;
         c.done_at = now;
         c.bulk_done = 0;
+        c.mbars.clear();
+        c.mbar_waiters.clear();
         c.regs_per_warp = o.regs_per_warp;
         c.smem = o.smem_per_cta;
         c.threads = k.info.threads_per_cta();
@@ -238,6 +243,7 @@ impl Sm {
             self.next_age += 1;
             w.mem_drain[s] = 0;
             w.long_wait[s] = false;
+            w.tx_mbar[s] = u16::MAX;
             w.async_groups[s] = GroupRing::default();
             w.wgmma_groups[s] = GroupRing::default();
             w.reg_ready[s] = [0; gpusim_isa::reg::REG_SPACE];
@@ -430,6 +436,7 @@ impl Sm {
             };
             let waits = match phase {
                 Phase::Barrier => format!("a CTA barrier ({} of {} live warps arrived)", c.at_barrier, c.live_warps),
+                Phase::Mbar => "an mbarrier phase that never completes (missing arrivals or copies)".to_string(),
                 _ if self.w.ready_at[s] == u64::MAX => {
                     format!("an event that never comes ({})", self.w.wait_reason[s].name())
                 }

@@ -15,6 +15,8 @@ pub enum Phase {
     Running,
     /// Waiting at a CTA barrier.
     Barrier,
+    /// Waiting for an mbarrier phase.
+    Mbar,
     /// Exited (its drain cycles already counted); holds the slot until the CTA finishes.
     Draining,
 }
@@ -81,6 +83,8 @@ pub struct Warps {
     pub long_wait: Vec<bool>,
     /// While at a barrier: when the next instruction's operands are ready.
     pub held_ready: Vec<u64>,
+    /// Index (in its CTA) of the mbarrier the warp's next bulk copy completes on (`u16::MAX`: none).
+    pub tx_mbar: Vec<u16>,
     pub async_groups: Vec<GroupRing>,
     pub wgmma_groups: Vec<GroupRing>,
     /// Per register: cycle its pending write completes.
@@ -107,6 +111,7 @@ impl Warps {
             mem_drain: vec![0; n],
             long_wait: vec![false; n],
             held_ready: vec![0; n],
+            tx_mbar: vec![u16::MAX; n],
             async_groups: vec![GroupRing::default(); n],
             wgmma_groups: vec![GroupRing::default(); n],
             reg_ready: vec![[0; REG_SPACE]; n],
