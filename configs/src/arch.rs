@@ -77,6 +77,8 @@ pub struct Sm {
     pub lsu_queue_depth: u32,
     /// Cycles from a branch's issue until the warp may fetch again.
     pub branch_resolve: Cycles,
+    /// Load-to-use latency of a distributed-shared-memory load from another CTA of the cluster.
+    pub dsmem_latency: Cycles,
 }
 
 /// Warp scheduling policy, chosen by name.

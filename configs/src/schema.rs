@@ -74,6 +74,9 @@ section! {
         /// Cycles from a branch's issue until the warp may fetch again. Default 4 is the ISA table's
         /// BRA latency (an estimate: NVIDIA documents no figure).
         branch_resolve: Opt<Cycles>, "cycles", default Cycles(4);
+        /// Load-to-use latency of a distributed-shared-memory load from another CTA of the cluster
+        /// (Hopper and later). Default 0: the part has no clusters.
+        dsmem_latency: Opt<Cycles>, "cycles", default Cycles(0);
     }
 }
 

@@ -410,6 +410,14 @@ pub static OPCODES: &[OpcodeEntry] = &[
     e("YIELD", U::Branch, 1, 1),
 ];
 
+/// Generic addresses in `[CLUSTER_SHARED_WINDOW, + 16·CLUSTER_SHARED_RANK_STRIDE)` name the shared
+/// memory of CTA rank `(addr − window) / stride` of the thread-block cluster (distributed shared
+/// memory). Real SASS builds such addresses from `SR_SWINHI`; traces normalise them to this
+/// window so that the simulator can tell local, remote and global accesses apart.
+pub const CLUSTER_SHARED_WINDOW: u64 = 0x0000_7e00_0000_0000;
+/// Bytes of the cluster shared window per CTA rank.
+pub const CLUSTER_SHARED_RANK_STRIDE: u64 = 0x100_0000;
+
 /// The typical opcode of each unit class. A chip's `[pipes.<class>]` timing is that opcode's
 /// timing on the chip; other opcodes of the class keep their difference from it in this table.
 pub const fn representative(class: UnitClass) -> &'static str {

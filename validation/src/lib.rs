@@ -1,1 +1,19 @@
-//! gpusim-validation
+//! # gpusim-validation
+//!
+//! Compares simulations with measurements of real GPUs.
+//!
+//! - [`reference`]: the reference measurements (`shared/reference/*.toml`), parsed into
+//!   [`reference::Case`]s.
+//! - [`memory_cases`]: every latency and bandwidth case mapped to a microbenchmark simulation
+//!   ([`memory_cases::Plan`]) or to an explicit reason why none applies; running a plan gives the
+//!   simulated value in the case's metric. [`memory_cases::latency_sweep`] gives simulated
+//!   pointer-chase latency against footprint.
+//!
+//! Like the rest of the workspace apart from the binary, this crate prints nothing; it reads the
+//! reference files it is asked to read.
+
+pub mod memory_cases;
+pub mod reference;
+
+pub use memory_cases::{Bench, Plan, latency_sweep, memory_case_plan};
+pub use reference::{Case, Kind, Metric, Trust, default_reference_dir, load_cases};

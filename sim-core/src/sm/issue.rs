@@ -76,6 +76,16 @@ impl Sm {
                 self.w.cursor[s].advance();
                 return self.fetch(s, now, now + 1, StallReason::Wait, k, done);
             }
+            OpKind::GlobalMem if t.mem == MemSpace::Generic && self.cluster_target(s, &inst).is_some() => {
+                // A generic access into the cluster shared window: distributed shared memory.
+                let target = self.cluster_target(s, &inst).unwrap_or(0);
+                let mut d = self.shared_access(s, &inst, &t, now, k);
+                if target != self.cluster_rank(s, k) {
+                    d = d - self.p.shared_latency.max(1) + self.p.dsmem_latency.max(1);
+                }
+                result = if t.load { (d, StallReason::ShortScoreboard) } else { (now + 1, StallReason::Wait) };
+                self.w.mem_drain[s] = self.w.mem_drain[s].max(d);
+            }
             OpKind::GlobalMem => {
                 let d = self.global_access(s, &inst, &t, now, k, mem);
                 if t.load || t.kind == OpKind::GlobalMem && t.mem == MemSpace::Texture {
@@ -200,6 +210,22 @@ impl Sm {
         self.set_dsts(s, &inst, result);
         self.w.cursor[s].advance();
         self.fetch(s, now, now + 1, StallReason::Wait, k, done)
+    }
+
+    /// For a generic access into the cluster shared window, the CTA rank it addresses.
+    fn cluster_target(&self, s: usize, inst: &Inst) -> Option<u64> {
+        use gpusim_isa::opcode::{CLUSTER_SHARED_RANK_STRIDE, CLUSTER_SHARED_WINDOW};
+        let a = self.mem_base(s, inst)?;
+        let off = a.checked_sub(CLUSTER_SHARED_WINDOW)?;
+        (off < 16 * CLUSTER_SHARED_RANK_STRIDE).then_some(off / CLUSTER_SHARED_RANK_STRIDE)
+    }
+
+    /// This warp's CTA rank within its thread-block cluster.
+    fn cluster_rank(&self, s: usize, k: &KernelRun) -> u64 {
+        let c = self.ctas[self.w.cta_slot[s] as usize].coord;
+        let d = k.info.cluster;
+        let (cx, cy, cz) = (d.x.max(1) as u64, d.y.max(1) as u64, d.z.max(1) as u64);
+        (c.x as u64 % cx) + cx * ((c.y as u64 % cy) + cy * (c.z as u64 % cz))
     }
 
     /// The evaluated base address of the instruction's memory operand, if it has one.

@@ -85,6 +85,7 @@ struct SmParams {
     sector: u64,
     sector_shift: u32,
     tma_extra_latency: u64,
+    dsmem_latency: u64,
 }
 
 /// One SM.
@@ -149,6 +150,7 @@ impl Sm {
                 sector: arch.l1.sector.0.max(1).next_power_of_two(),
                 sector_shift: arch.l1.sector.0.max(1).next_power_of_two().trailing_zeros(),
                 tma_extra_latency: arch.l2.tma_extra_latency.0,
+                dsmem_latency: s.dsmem_latency.0,
             },
             subs,
             w: Warps::new(s.max_warps as usize),

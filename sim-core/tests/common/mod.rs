@@ -46,6 +46,7 @@ pub fn arch(sms: u32) -> Arch {
             ibuffer_depth: 2,
             lsu_queue_depth: 16,
             branch_resolve: Cycles(6),
+            dsmem_latency: Cycles(180),
         },
         scheduler: Scheduler { policy: "gto".into(), active_warps: 8 },
         pipes: Pipes { by_class },

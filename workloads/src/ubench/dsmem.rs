@@ -39,11 +39,11 @@ use gpusim_isa::{AddrExpr, Dim3, OpTable, Program, Trace, Var};
 use super::asm::{Code, info, kernel, r, rr};
 use super::{Measure, UbenchTrace};
 
+/// Bytes of the window per CTA rank.
+pub use gpusim_isa::opcode::CLUSTER_SHARED_RANK_STRIDE;
 /// Base of the distributed-shared-memory window in generic addresses (an assumption; the
 /// hardware's is in `SR_SWINHI`).
-pub const CLUSTER_SHARED_WINDOW: u64 = 0x0000_7e00_0000_0000;
-/// Bytes of the window per CTA rank.
-pub const CLUSTER_SHARED_RANK_STRIDE: u64 = 0x100_0000;
+pub use gpusim_isa::opcode::CLUSTER_SHARED_WINDOW;
 
 /// Bytes of the buffer the chain walks, and the stride of the walk.
 const BUFFER: u64 = 16 << 10;
