@@ -2,10 +2,10 @@
 //! while occupancy allows, steps the SMs that can issue, and skips cycles in which none can.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use gpusim_configs::Arch;
-use gpusim_isa::{KernelSource, TraceSource};
+use gpusim_isa::{CtaTrace, KernelSource, TraceSource};
 
 use crate::error::{SimError, SimErrorKind};
 use crate::kernel_run::KernelRun;
@@ -37,6 +37,9 @@ struct Engine<'a> {
     now: u64,
     last_issue: u64,
     next_sm: usize,
+    next_gpc: usize,
+    /// CTAs of clusters not yet complete, by cluster index in launch order.
+    cluster_buf: BTreeMap<u64, Vec<CtaTrace>>,
 }
 
 /// Runs every kernel of `source` on `arch`.
@@ -67,6 +70,8 @@ impl<'a> Engine<'a> {
             now: 0,
             last_issue: 0,
             next_sm: 0,
+            next_gpc: 0,
+            cluster_buf: BTreeMap::new(),
         })
     }
 
@@ -128,7 +133,7 @@ impl<'a> Engine<'a> {
             self.retire_due();
             if let Some((kidx, ks)) = current.as_mut() {
                 self.dispatch(*kidx, &mut **ks)?;
-                if self.kernels[*kidx].source_done {
+                if self.kernels[*kidx].source_done && self.cluster_buf.is_empty() {
                     return Ok(());
                 }
             } else if self.kernels.iter().all(|k| k.finished()) {
@@ -200,11 +205,15 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Launches CTAs of `kidx` in order while SMs have room.
+    /// Launches CTAs of `kidx` in order while SMs have room. CTAs of a thread-block cluster
+    /// launch together, on SMs of one GPC.
     fn dispatch(&mut self, kidx: usize, ks: &mut dyn KernelSource) -> Result<(), SimError> {
         let Some(at) = self.kernels[kidx].launchable_at else { return Ok(()) };
-        if at > self.now || self.kernels[kidx].source_done {
+        if at > self.now || self.kernels[kidx].source_done && self.cluster_buf.is_empty() {
             return Ok(());
+        }
+        if self.kernels[kidx].info.cluster.count() > 1 {
+            return self.dispatch_clusters(kidx, ks);
         }
         let n = self.sms.len();
         loop {
@@ -212,41 +221,110 @@ impl<'a> Engine<'a> {
                 return Ok(());
             };
             let sm = (self.next_sm + off) % n;
-            let cta = match ks.next_cta() {
-                Ok(Some(c)) => c,
-                Ok(None) => {
-                    self.kernels[kidx].source_done = true;
-                    if self.kernels[kidx].ctas_dispatched == 0 {
-                        self.kernels[kidx].start = Some(self.now);
-                        self.kernels[kidx].end = self.now;
-                    }
-                    return Ok(());
+            let Some(cta) = self.pull(kidx, ks)? else { return Ok(()) };
+            self.place(kidx, sm, cta);
+        }
+    }
+
+    /// The next CTA from the trace (checked), or `None` when the kernel has handed out all.
+    fn pull(&mut self, kidx: usize, ks: &mut dyn KernelSource) -> Result<Option<CtaTrace>, SimError> {
+        let cta = match ks.next_cta() {
+            Ok(Some(c)) => c,
+            Ok(None) => {
+                let k = &mut self.kernels[kidx];
+                k.source_done = true;
+                if k.ctas_dispatched == 0 {
+                    k.start = Some(self.now);
+                    k.end = self.now;
                 }
-                Err(t) => return Err(self.fail(SimErrorKind::Trace(t))),
-            };
-            let k = &mut self.kernels[kidx];
-            k.sync_ops(ks.ops(), self.arch);
-            if cta.warps.len() as u32 != k.occupancy.warps_per_cta {
-                let reason = format!(
-                    "CTA {} has {} warp programs, the block needs {}",
-                    cta.coord,
-                    cta.warps.len(),
-                    k.occupancy.warps_per_cta
-                );
-                return Err(self.fail(SimErrorKind::Launch { kernel: self.kernels[kidx].info.name.clone(), reason }));
+                return Ok(None);
             }
-            if k.start.is_none() {
-                k.start = Some(self.now);
-                let shared = k.occupancy.smem_per_cta * k.occupancy.ctas_per_sm as u64;
-                self.mem.begin_kernel(shared);
+            Err(t) => return Err(self.fail(SimErrorKind::Trace(t))),
+        };
+        let k = &mut self.kernels[kidx];
+        k.sync_ops(ks.ops(), self.arch);
+        if cta.warps.len() as u32 != k.occupancy.warps_per_cta {
+            let reason =
+                format!("CTA {} has {} warp programs, the block needs {}", cta.coord, cta.warps.len(), k.occupancy.warps_per_cta);
+            return Err(self.fail(SimErrorKind::Launch { kernel: self.kernels[kidx].info.name.clone(), reason }));
+        }
+        Ok(Some(cta))
+    }
+
+    /// Launches `cta` of `kidx` on SM `sm`.
+    fn place(&mut self, kidx: usize, sm: usize, cta: CtaTrace) {
+        let k = &mut self.kernels[kidx];
+        if k.start.is_none() {
+            k.start = Some(self.now);
+            let shared = k.occupancy.smem_per_cta * k.occupancy.ctas_per_sm as u64;
+            self.mem.begin_kernel(shared);
+        }
+        k.ctas_dispatched += 1;
+        self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
+        self.next_sm = (sm + 1) % self.sms.len();
+        self.last_issue = self.last_issue.max(self.now);
+        for d in self.done_buf.drain(..) {
+            self.events.push(Reverse(d));
+        }
+    }
+
+    /// Cluster launch: pulls CTAs until the first cluster (in launch order) is complete, then
+    /// places all its CTAs at once on SMs of one GPC that have room, or waits.
+    fn dispatch_clusters(&mut self, kidx: usize, ks: &mut dyn KernelSource) -> Result<(), SimError> {
+        let info = &self.kernels[kidx].info;
+        let (grid, cl) = (info.grid, info.cluster);
+        let size = cl.count() as usize;
+        let clusters_x = grid.x.div_ceil(cl.x.max(1)) as u64;
+        let clusters_y = grid.y.div_ceil(cl.y.max(1)) as u64;
+        loop {
+            // Fill the buffer until its first cluster is complete.
+            while self.cluster_buf.first_key_value().is_none_or(|(_, v)| v.len() < size) {
+                if self.kernels[kidx].source_done {
+                    break;
+                }
+                let Some(cta) = self.pull(kidx, ks)? else { break };
+                let c = cta.coord;
+                let id = (c.x / cl.x.max(1)) as u64
+                    + clusters_x * ((c.y / cl.y.max(1)) as u64 + clusters_y * (c.z / cl.z.max(1)) as u64);
+                self.cluster_buf.entry(id).or_default().push(cta);
             }
-            k.ctas_dispatched += 1;
-            self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
-            self.next_sm = (sm + 1) % n;
-            self.last_issue = self.last_issue.max(self.now);
-            for d in self.done_buf.drain(..) {
-                self.events.push(Reverse(d));
+            let Some((_, members)) = self.cluster_buf.first_key_value() else { return Ok(()) };
+            // A partial cluster at the grid's edge (grid not a multiple of the cluster) goes as is.
+            if members.len() < size && !self.kernels[kidx].source_done {
+                return Ok(());
+            }
+            let Some(plan) = self.plan_cluster(kidx, members.len()) else { return Ok(()) };
+            let (_, members) = self.cluster_buf.pop_first().expect("checked above");
+            for (cta, sm) in members.into_iter().zip(plan) {
+                self.place(kidx, sm, cta);
             }
         }
+    }
+
+    /// SMs of one GPC (searched round-robin) that can take `n` CTAs of `kidx` now.
+    fn plan_cluster(&mut self, kidx: usize, n: usize) -> Option<Vec<usize>> {
+        let sms = self.sms.len();
+        let gpcs = (self.arch.sm.gpcs as usize).clamp(1, sms);
+        let k = &self.kernels[kidx];
+        for g in 0..gpcs {
+            let gpc = (self.next_gpc + g) % gpcs;
+            let members: Vec<usize> = (0..sms).filter(|&s| s * gpcs / sms == gpc).collect();
+            let mut room: Vec<usize> = members.iter().map(|&s| self.sms[s].capacity(k) as usize).collect();
+            let mut plan = Vec::with_capacity(n);
+            // Spread the cluster over the GPC's SMs, one CTA per SM per round.
+            while plan.len() < n && room.iter().any(|&r| r > 0) {
+                for (i, r) in room.iter_mut().enumerate() {
+                    if *r > 0 && plan.len() < n {
+                        *r -= 1;
+                        plan.push(members[i]);
+                    }
+                }
+            }
+            if plan.len() == n {
+                self.next_gpc = (gpc + 1) % gpcs;
+                return Some(plan);
+            }
+        }
+        None
     }
 }

@@ -171,3 +171,21 @@ fn mbarrier_wait_waits_for_the_ctas_bulk_copies() {
     assert!(k.stalls["barrier"] >= 500, "{:?}", k.stalls);
     assert!(k.memory.traffic.dram.bytes >= 16384);
 }
+
+#[test]
+fn clusters_launch_together_within_one_gpc() {
+    let mut a = arch(4);
+    a.sm.gpcs = 2;
+    a.sm.max_ctas = 1;
+    let mut kb = KB::new("clustered", 8, 32);
+    kb.info.cluster = gpusim_isa::Dim3::new(2, 1, 1);
+    let p = ffma_program(&mut kb, 100, 1);
+    let p = kb.program(p);
+    kb.all_warps(p);
+    let r = run1(&a, kb.build());
+    let k = &r.kernels[0];
+    assert_eq!(k.ctas, 8);
+    // One CTA per SM, 4 SMs: two waves of two clusters each.
+    let one_wave = 1 + 99 * 4 + 1 + 1;
+    assert!(k.cycles >= 2 * one_wave && k.cycles <= 2 * one_wave + 10, "{}", k.cycles);
+}

@@ -194,6 +194,25 @@ impl Sm {
         })
     }
 
+    /// How many more CTAs of kernel `k` fit now (registers approximated per sub-core).
+    pub fn capacity(&self, k: &KernelRun) -> u32 {
+        let o = &k.occupancy;
+        let w = o.warps_per_cta.max(1);
+        let threads = k.info.threads_per_cta().max(1);
+        let by_ctas = self.p.max_ctas - self.ctas_used;
+        let by_warps = (self.p.max_warps - self.warps_used) / w;
+        let by_threads = (self.p.max_threads - self.threads_used) / threads;
+        let by_smem = ((self.p.smem - self.smem_used) / o.smem_per_cta.max(1)) as u32;
+        let warps_by_regs: u32 = self
+            .subs
+            .iter()
+            .map(|sc| ((self.p.regs_per_sub - sc.regs_used) / o.regs_per_warp.max(1)).min(sc.free_slots.len() as u32))
+            .sum();
+        let cap = by_ctas.min(by_warps).min(by_threads).min(by_smem).min(warps_by_regs / w);
+        // Never promise more than `fits` grants for the first one.
+        if cap > 0 && !self.fits(k) { 0 } else { cap }
+    }
+
     /// Places a CTA of kernel `kidx` on this SM at cycle `now`. The caller checked [`Sm::fits`].
     pub fn launch(&mut self, now: u64, kidx: u32, k: &mut KernelRun, cta: CtaTrace, done: &mut Vec<CtaDone>) {
         let o = k.occupancy;
