@@ -244,8 +244,12 @@ impl<'a> Engine<'a> {
         let k = &mut self.kernels[kidx];
         k.sync_ops(ks.ops(), self.arch);
         if cta.warps.len() as u32 != k.occupancy.warps_per_cta {
-            let reason =
-                format!("CTA {} has {} warp programs, the block needs {}", cta.coord, cta.warps.len(), k.occupancy.warps_per_cta);
+            let reason = format!(
+                "CTA {} has {} warp programs, the block needs {}",
+                cta.coord,
+                cta.warps.len(),
+                k.occupancy.warps_per_cta
+            );
             return Err(self.fail(SimErrorKind::Launch { kernel: self.kernels[kidx].info.name.clone(), reason }));
         }
         Ok(Some(cta))

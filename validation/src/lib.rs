@@ -2,7 +2,7 @@
 //!
 //! Compares simulations with measurements of real GPUs.
 //!
-//! - [`reference`]: the reference measurements (`shared/reference/*.toml`), parsed into
+//! - [`mod@reference`]: the reference measurements (`shared/reference/*.toml`), parsed into
 //!   [`reference::Case`]s.
 //! - [`memory_cases`]: every latency and bandwidth case mapped to a microbenchmark simulation
 //!   ([`memory_cases::Plan`]) or to an explicit reason why none applies; running a plan gives the

@@ -344,10 +344,8 @@ pub fn load_cases(path: impl AsRef<Path>) -> Result<Vec<Case>, Error> {
 pub fn load_dir(dir: impl AsRef<Path>) -> Result<Vec<Case>, Error> {
     let dir = dir.as_ref();
     let rd = std::fs::read_dir(dir).map_err(|source| Error::Io { path: dir.to_path_buf(), source })?;
-    let mut files: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
+    let mut files: Vec<PathBuf> =
+        rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
     files.sort();
     let mut all: Vec<Case> = Vec::new();
     for f in files {

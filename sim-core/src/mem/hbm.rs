@@ -87,6 +87,13 @@ impl Hbm {
         }
     }
 
+    /// Average wait of a random access for a refresh to end: tRFC² / (2·tREFI), in cycles.
+    /// `hbm.latency` is measured with refreshes happening, so the fixed part excludes it.
+    pub fn mean_refresh_wait_cycles(&self) -> u64 {
+        let t = self.refresh_time as u128;
+        (t * t / (2 * self.refresh_period as u128) / FRAC as u128) as u64
+    }
+
     /// Row-miss penalty in whole cycles (the part of `hbm.latency` a row hit saves).
     pub fn row_miss_cycles(&self) -> u64 {
         self.row_miss / FRAC
@@ -108,15 +115,21 @@ impl Hbm {
         let c = &mut self.channels[ch];
         let b = &mut c.banks[bank];
         let mut t = arrival.max(b.free_at);
-        if b.open_row != row {
+        // Writes (L2 evictions) wait in the controller's write queue and drain in row-sorted
+        // batches, so they neither pay for nor disturb the open rows that reads see.
+        if write {
+            self.row_hits += 1;
+        } else if b.open_row != row {
             t += self.row_miss;
             b.open_row = row;
             self.row_misses += 1;
         } else {
             self.row_hits += 1;
         }
-        // Refresh: the channel transfers nothing during the first `refresh_time` of each period.
-        let phase = t % self.refresh_period;
+        // Refresh: the channel transfers nothing during `refresh_time` of each period. Channels
+        // refresh at staggered times (each its own controller), not all at once.
+        let offset = ch as u64 * self.refresh_period / n;
+        let phase = (t + offset) % self.refresh_period;
         if phase < self.refresh_time {
             t += self.refresh_time - phase;
         }

@@ -85,7 +85,9 @@ impl Hierarchy {
             sm_side,
             l2_latency: arch.l2.hit_latency.0,
             far_extra: arch.l2.far_extra_latency.0,
-            dram_latency: hbm_cycles.saturating_sub(hbm.row_miss_cycles()),
+            // `hbm.latency` is the mean unloaded latency of a random access, which pays a row
+            // miss and, now and then, a refresh: those come from the HBM model itself.
+            dram_latency: hbm_cycles.saturating_sub(hbm.row_miss_cycles() + hbm.mean_refresh_wait_cycles()),
             hbm,
         };
         h.size_l1(0);
