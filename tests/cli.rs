@@ -188,3 +188,27 @@ fn text_and_binary_traces_give_the_same_report() {
     };
     assert_eq!(report(Path::new("examples/barrier_divergence.trace"), "a.json"), report(&bin, "b.json"));
 }
+
+#[test]
+fn ubench_traces_are_written_and_run() {
+    let out = std::env::temp_dir().join("gpusim-chase.trace");
+    let o = gpusim(&[
+        "trace",
+        "ubench",
+        "pointer-chase",
+        "--arch",
+        "h800-pcie",
+        "-p",
+        "footprint_bytes=64 KiB",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let o = gpusim(&["run", "--arch", "h800-pcie", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    fails_with(&["trace", "ubench", "no-such-bench", "-o", out.to_str().unwrap()], &["no-such-bench", "pointer-chase"]);
+    fails_with(
+        &["trace", "ubench", "pointer-chase", "-p", "footprint=1", "-o", out.to_str().unwrap()],
+        &["footprint", "footprint_bytes"],
+    );
+}
