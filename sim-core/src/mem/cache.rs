@@ -85,6 +85,16 @@ impl SectorCache {
         }
     }
 
+    /// Looks up a line once: its valid sectors and fill-ready cycle, refreshing its LRU
+    /// position; `None` when absent.
+    #[inline]
+    pub fn lookup(&mut self, line: u64) -> Option<(u32, u64)> {
+        let i = self.find(line)?;
+        self.tick += 1;
+        self.lru[i] = self.tick;
+        Some((self.valid[i], self.ready[i]))
+    }
+
     /// Whether the line is present (any sector), without touching LRU.
     pub fn contains(&self, line: u64) -> bool {
         self.find(line).is_some()
@@ -94,7 +104,30 @@ impl SectorCache {
     /// line if absent. Returns the line evicted for it, if any.
     pub fn fill(&mut self, line: u64, sectors: u32, ready: u64, dirty: bool) -> Option<Victim> {
         self.tick += 1;
-        if let Some(i) = self.find(line) {
+        let base = self.set_of(line);
+        let end = base + self.assoc;
+        // One pass over the set: the line itself, else the first invalid way, else the LRU way.
+        let tags = &self.tags[base..end];
+        let lru = &self.lru[base..end];
+        let mut found = None;
+        let mut invalid = None;
+        let mut oldest = 0;
+        for w in 0..tags.len() {
+            let t = tags[w];
+            if t == line {
+                found = Some(w);
+                break;
+            }
+            if t == INVALID {
+                if invalid.is_none() {
+                    invalid = Some(w);
+                }
+            } else if lru[w] < lru[oldest] || tags[oldest] == INVALID {
+                oldest = w;
+            }
+        }
+        if let Some(w) = found {
+            let i = base + w;
             self.valid[i] |= sectors;
             if dirty {
                 self.dirty[i] |= sectors;
@@ -103,17 +136,7 @@ impl SectorCache {
             self.lru[i] = self.tick;
             return None;
         }
-        let base = self.set_of(line);
-        let mut way = base;
-        for i in base..base + self.assoc {
-            if self.tags[i] == INVALID {
-                way = i;
-                break;
-            }
-            if self.lru[i] < self.lru[way] {
-                way = i;
-            }
-        }
+        let way = base + invalid.unwrap_or(oldest);
         let victim = (self.tags[way] != INVALID).then(|| Victim {
             line: self.tags[way],
             valid_sectors: self.valid[way],

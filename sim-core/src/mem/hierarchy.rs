@@ -25,7 +25,7 @@
 use gpusim_configs::Arch;
 use gpusim_isa::MemSpace;
 
-use super::cache::{Probe, SectorCache, Victim};
+use super::cache::{SectorCache, Victim};
 use super::hbm::Hbm;
 use super::server::Server;
 use super::{AccessKind, AccessOutcome, MemRequest, MemorySystem};
@@ -163,16 +163,15 @@ impl Hierarchy {
 
         // Near partition.
         let mut ready = base;
-        let mut need = 0u32;
-        for sec in 0..32 {
-            if mask & (1 << sec) == 0 {
-                continue;
+        let need = match self.parts[side].lookup(line) {
+            Some((valid, r)) => {
+                if mask & valid != 0 {
+                    ready = ready.max(r);
+                }
+                mask & !valid
             }
-            match self.parts[side].probe(line, sec) {
-                Probe::Hit(r) => ready = ready.max(r),
-                _ => need |= 1 << sec,
-            }
-        }
+            None => mask,
+        };
         out.l2.hits += n - self.sectors_of(need);
         if need == 0 {
             return ready;
@@ -188,7 +187,7 @@ impl Hierarchy {
                 let f_start =
                     self.slices[q * self.slices_per_part as usize + slice_in_part].reserve(s_start, far_bytes);
                 let t = (at + self.l2_latency + self.far_extra + (f_start - at_fp) / FRAC).max(r);
-                self.parts[q].probe(line, need.trailing_zeros());
+                self.parts[q].lookup(line);
                 let mut t = t;
                 if let Some(v) = self.parts[side].fill(line, need, t, false) {
                     t = t.max(self.place_victim(side, v, at_fp, f_start));
@@ -253,17 +252,16 @@ impl MemorySystem for Hierarchy {
                 out.l1.requests += 1;
                 out.l1.sectors += n;
                 out.l1.bytes += n * self.sector_bytes;
-                let mut miss = 0u32;
                 let mut ready = at + self.l1_latency;
-                for sec in 0..32 {
-                    if mask & (1 << sec) == 0 {
-                        continue;
+                let miss = match self.l1[sm].lookup(line) {
+                    Some((valid, r)) => {
+                        if mask & valid != 0 {
+                            ready = ready.max(r);
+                        }
+                        mask & !valid
                     }
-                    match self.l1[sm].probe(line, sec) {
-                        Probe::Hit(r) => ready = ready.max(r),
-                        _ => miss |= 1 << sec,
-                    }
-                }
+                    None => mask,
+                };
                 out.l1.hits += n - miss.count_ones() as u64;
                 out.l1.misses += miss.count_ones() as u64;
                 if miss != 0 {
