@@ -71,10 +71,11 @@ impl Calendar {
     pub fn book(&mut self, ready: u64, len: u64) -> u64 {
         let mut t = ready;
         let mut idx = self.busy.len();
-        for (i, &(s, e)) in self.busy.iter().enumerate() {
-            if e <= t {
-                continue;
-            }
+        // Intervals are sorted and disjoint, so their ends are sorted too: skip those that end
+        // before `ready` by bisection, then walk forward to the first gap that fits.
+        let first = self.busy.partition_point(|&(_, e)| e <= t);
+        for i in first..self.busy.len() {
+            let (s, e) = self.busy[i];
             if s >= t + len {
                 idx = i;
                 break;

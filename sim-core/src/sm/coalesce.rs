@@ -45,6 +45,18 @@ impl Sectors {
         n
     }
 
+    /// Fills with the sectors of one contiguous run of `bytes` bytes from `addr` (a fully
+    /// coalesced access: every lane active, lane `l` at `addr + l·width`).
+    pub fn contiguous(&mut self, addr: u64, bytes: u64, sector_shift: u32) {
+        let first = addr >> sector_shift;
+        let last = (addr + bytes.max(1) - 1) >> sector_shift;
+        let n = ((last - first + 1) as usize).min(MAX_SECTORS);
+        for (i, s) in self.buf[..n].iter_mut().enumerate() {
+            *s = (first + i as u64) << sector_shift;
+        }
+        self.len = n;
+    }
+
     /// Fills with the sectors (of `1 << sector_shift` bytes) touched by `width` bytes at each
     /// active lane's address.
     pub fn coalesce(&mut self, addrs: &[u64; 32], mask: u32, width: u32, sector_shift: u32) {
@@ -144,5 +156,25 @@ mod tests {
     fn inactive_lanes_are_ignored() {
         let s = run(|l| 0x1000 + 32 * l, 0x0000_000f, 4);
         assert_eq!(s.len(), 4);
+    }
+}
+
+#[cfg(test)]
+mod contiguous_tests {
+    use super::*;
+
+    #[test]
+    fn contiguous_matches_per_lane_coalescing() {
+        for (base, width) in [(0x1000u64, 4u32), (0x2010, 16), (0x3008, 8), (0x4001, 4)] {
+            let mut a = [0u64; 32];
+            for (l, x) in a.iter_mut().enumerate() {
+                *x = base + l as u64 * width as u64;
+            }
+            let mut by_lane = Sectors::default();
+            by_lane.coalesce(&a, u32::MAX, width, 5);
+            let mut run = Sectors::default();
+            run.contiguous(base, 32 * width as u64, 5);
+            assert_eq!(by_lane.as_slice(), run.as_slice(), "base {base:#x} width {width}");
+        }
     }
 }

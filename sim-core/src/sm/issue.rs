@@ -301,10 +301,18 @@ impl Sm {
         mem: &mut dyn MemorySystem,
     ) -> u64 {
         let prog = self.w.program[s].as_deref().expect("running warp has a program");
-        if !self.w.cursor[s].lane_addresses(prog, inst, &mut self.lane_addrs) {
-            return now + t.latency as u64;
+        let contiguous = inst.mask == u32::MAX
+            && matches!(inst.mem, Some(m) if m.lanes == gpusim_isa::Lanes::Stride(t.width.max(1) as i32));
+        if contiguous {
+            // Fully coalesced: the sectors follow from the base address alone.
+            let Some(base) = self.w.cursor[s].base_address(prog, inst) else { return now + t.latency as u64 };
+            self.sectors.contiguous(base, 32 * t.width.max(1) as u64, self.p.sector_shift);
+        } else {
+            if !self.w.cursor[s].lane_addresses(prog, inst, &mut self.lane_addrs) {
+                return now + t.latency as u64;
+            }
+            self.sectors.coalesce(&self.lane_addrs, inst.mask, t.width.max(1), self.p.sector_shift);
         }
-        self.sectors.coalesce(&self.lane_addrs, inst.mask, t.width.max(1), self.p.sector_shift);
         let bytes = self.sectors.len() as u64 * self.p.sector;
         let occupancy = ((bytes as f64 / self.p.l1_bytes_per_cycle).ceil() as u64).max(1);
         let start = self.port_free.max(now);
