@@ -11,7 +11,7 @@
 
 use gpusim_configs::Arch;
 use gpusim_isa::opcode::{lookup, representative};
-use gpusim_isa::{MemSpace, OpDesc, Semantics, UnitClass};
+use gpusim_isa::{MemSpace, OpDesc, Semantics, TensorType, UnitClass};
 
 use crate::stats::StallReason;
 
@@ -66,6 +66,9 @@ pub struct OpTiming {
     pub flops_per_lane: u32,
     /// Tensor FLOPs of one warp's instruction.
     pub tensor_flops: u64,
+    /// Shared-memory operand bytes one warp's share of a warpgroup MMA reads (A and B from
+    /// shared memory, a quarter each per warp); 0 for other instructions.
+    pub smem_operand_bytes: u64,
     pub known: bool,
 }
 
@@ -125,7 +128,21 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
     };
 
     let mut tensor_flops = 0;
+    let mut smem_operand_bytes = 0;
     if let Some(shape) = d.tensor {
+        if d.semantics == Semantics::WgmmaAsync {
+            let elem = match shape.input {
+                TensorType::Tf32 => 4.0,
+                TensorType::F16 | TensorType::Bf16 => 2.0,
+                TensorType::E4m3 | TensorType::E5m2 | TensorType::S8 | TensorType::U8 => 1.0,
+                TensorType::Fp6 => 0.75,
+                TensorType::Fp4 | TensorType::S4 => 0.5,
+                TensorType::F64 => 8.0,
+                TensorType::B1 => 0.125,
+            };
+            let whole = (shape.m as f64 + shape.n as f64) * shape.k as f64 * elem;
+            smem_operand_bytes = (whole / 4.0).ceil() as u64;
+        }
         let whole = shape.flops();
         // A warpgroup MMA is issued by each of the 4 warps of the group; each warp's share is a quarter.
         let per_warp = if d.semantics == Semantics::WgmmaAsync { whole / 4 } else { whole };
@@ -168,6 +185,7 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         matrices: d.matrices as u32,
         flops_per_lane: cuda_core_flops(d),
         tensor_flops,
+        smem_operand_bytes,
         known: d.known,
     }
 }

@@ -189,3 +189,33 @@ fn clusters_launch_together_within_one_gpc() {
     let one_wave = 1 + 99 * 4 + 1 + 1;
     assert!(k.cycles >= 2 * one_wave && k.cycles <= 2 * one_wave + 10, "{}", k.cycles);
 }
+
+fn wgmma_cycles(n: u32) -> u64 {
+    // One warpgroup (4 warps, one per sub-core) issuing `n` chained HGMMA.64x256x16 (bf16) and
+    // waiting for them: each warp's quarter is 2·64·256·16/4 = 131072 FLOP, at the synthetic
+    // chip's 4096 FLOP/clk/SM = 1024 per sub-core, 128 cycles.
+    let a = arch(1);
+    let mut kb = KB::new("wgmma", 1, 128);
+    let mut b = ProgramBuilder::new("p");
+    let fence = kb.inst("WARPGROUP.ARRIVE", None, &[]);
+    b.inst(fence);
+    for _ in 0..n {
+        let mut h = kb.inst("HGMMA.64x256x16.F32.BF16", None, &[]);
+        h.dst[0] = gpusim_isa::RegRange::new(gpusim_isa::Reg::r(24), 128);
+        h.src[0] = gpusim_isa::RegRange::new(gpusim_isa::Reg::r(24), 128);
+        b.inst(h);
+    }
+    let mut wait = kb.inst("WARPGROUP.DEPBAR.LE", None, &[]);
+    wait.imm = 0;
+    let exit = kb.inst("EXIT", None, &[]);
+    b.inst(wait).inst(exit);
+    let p = kb.program(b.finish().unwrap());
+    kb.all_warps(p);
+    run1(&a, kb.build()).kernels[0].cycles
+}
+
+#[test]
+fn warpgroup_mma_runs_at_the_configured_tensor_rate() {
+    let d = wgmma_cycles(16) - wgmma_cycles(8);
+    assert_eq!(d, 8 * 128, "8 more chained HGMMA.64x256x16 take 8 × 128 cycles");
+}

@@ -146,6 +146,17 @@ impl Sm {
                 return Ok(());
             }
             OpKind::WgmmaAsync => {
+                // The tensor cores read their shared-memory operands (A: m×k, B: n×k, shared by
+                // the warpgroup's four warps) through the SM's shared-memory data port.
+                let bytes = t.smem_operand_bytes;
+                if bytes > 0 {
+                    let occ = ((bytes as f64 / self.p.l1_bytes_per_cycle).ceil() as u64).max(1);
+                    let start = self.port_free.max(now);
+                    self.port_free = start + occ;
+                    result.0 = result.0.max(start + occ);
+                    k.stats.traffic.shared.bytes += bytes;
+                    k.stats.traffic.shared.requests += 1;
+                }
                 let g = &mut self.w.wgmma_groups[s];
                 g.open = g.open.max(result.0);
                 result.1 = StallReason::MathDependency;
