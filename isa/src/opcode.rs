@@ -539,6 +539,8 @@ pub struct OpDesc {
     pub known: bool,
     /// An mbarrier arrival that also expects transaction bytes (`SYNCS.ARRIVE.TRANS64`).
     pub expect_tx: bool,
+    /// A bulk copy that writes the shared memory of several CTAs of the cluster (`.MULTICAST`).
+    pub multicast: bool,
     pub since_sm: u8,
 }
 
@@ -566,6 +568,7 @@ pub fn decode(mnemonic: &str) -> OpDesc {
             matrices: 0,
             known: true,
             expect_tx: false,
+            multicast: false,
             since_sm: e.since_sm,
         },
         None => OpDesc {
@@ -584,6 +587,7 @@ pub fn decode(mnemonic: &str) -> OpDesc {
             matrices: 0,
             known: false,
             expect_tx: false,
+            multicast: false,
             since_sm: 0,
         },
     };
@@ -603,6 +607,7 @@ fn apply_modifiers(d: &mut OpDesc, mods: &[&str]) {
             "32" if is_mem => d.width = 4,
             "BYPASS" | "CG" | "CS" | "LU" | "CV" | "STRONG" if is_mem => d.bypass_l1 = true,
             "SHARED" if d.mem == MemSpace::Generic => d.mem = MemSpace::Shared,
+            "MULTICAST" => d.multicast = true,
             _ => {}
         }
         if let Some(t) = TensorType::from_modifier(m) {

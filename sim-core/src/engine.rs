@@ -40,6 +40,8 @@ struct Engine<'a> {
     next_gpc: usize,
     /// CTAs of clusters not yet complete, by cluster index in launch order.
     cluster_buf: BTreeMap<u64, Vec<CtaTrace>>,
+    /// Where each resident cluster's CTAs are: (kernel, cluster) → (rank, SM, CTA slot).
+    clusters: BTreeMap<(u32, u64), Vec<(u64, u32, u16)>>,
 }
 
 /// Runs every kernel of `source` on `arch`.
@@ -72,6 +74,7 @@ impl<'a> Engine<'a> {
             next_sm: 0,
             next_gpc: 0,
             cluster_buf: BTreeMap::new(),
+            clusters: BTreeMap::new(),
         })
     }
 
@@ -147,6 +150,9 @@ impl<'a> Engine<'a> {
                 {
                     self.last_issue = now;
                 }
+                if !self.sms[i].outbox.is_empty() {
+                    self.deliver_multicast(i, now);
+                }
             }
             for d in self.done_buf.drain(..) {
                 self.events.push(Reverse(d));
@@ -184,6 +190,22 @@ impl<'a> Engine<'a> {
         self.fail(SimErrorKind::Watchdog { cycle, idle_cycles: cycle.saturating_sub(self.last_issue), stuck })
     }
 
+    /// Hands the multicast bytes SM `from` produced this cycle to the other CTAs of their clusters.
+    fn deliver_multicast(&mut self, from: usize, now: u64) {
+        let out = std::mem::take(&mut self.sms[from].outbox);
+        for tx in &out {
+            let Some(members) = self.clusters.get(&(tx.kernel, tx.cluster)) else { continue };
+            for &(rank, sm, slot) in members {
+                if rank < 32 && tx.ranks & (1 << rank) != 0 {
+                    self.sms[sm as usize].mbar_remote_tx(slot, tx.addr, tx.done, tx.bytes, now);
+                }
+            }
+        }
+        let mut out = out;
+        out.clear();
+        self.sms[from].outbox = out;
+    }
+
     /// Frees CTAs that finished by now and updates kernel completion.
     fn retire_due(&mut self) {
         while let Some(Reverse(d)) = self.events.peek().copied() {
@@ -192,6 +214,13 @@ impl<'a> Engine<'a> {
             }
             self.events.pop();
             let kidx = self.sms[d.sm as usize].cta_kernel(d.cta_slot) as usize;
+            if self.kernels[kidx].info.cluster.count() > 1 {
+                let (sm, slot) = (d.sm, d.cta_slot);
+                self.clusters.retain(|_, v| {
+                    v.retain(|&(_, s2, c2)| !(s2 == sm && c2 == slot));
+                    !v.is_empty()
+                });
+            }
             let k = &mut self.kernels[kidx];
             self.sms[d.sm as usize].retire(d.cta_slot, d.at, k);
             k.ctas_done += 1;
@@ -264,7 +293,13 @@ impl<'a> Engine<'a> {
             self.mem.begin_kernel(shared);
         }
         k.ctas_dispatched += 1;
-        self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
+        let clustered = k.info.cluster.count() > 1;
+        let key = (kidx as u32, crate::sm::cluster_id(&k.info, cta.coord));
+        let rank = crate::sm::cluster_rank_of(&k.info, cta.coord);
+        let slot = self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
+        if clustered {
+            self.clusters.entry(key).or_default().push((rank, sm as u32, slot));
+        }
         self.next_sm = (sm + 1) % self.sms.len();
         self.last_issue = self.last_issue.max(self.now);
         for d in self.done_buf.drain(..) {

@@ -219,3 +219,53 @@ fn warpgroup_mma_runs_at_the_configured_tensor_rate() {
     let d = wgmma_cycles(16) - wgmma_cycles(8);
     assert_eq!(d, 8 * 128, "8 more chained HGMMA.64x256x16 take 8 × 128 cycles");
 }
+
+#[test]
+fn multicast_copies_complete_on_every_cta_of_the_cluster() {
+    // Two CTAs of a cluster each multicast half of a 16 KiB tile; each CTA's barrier expects the
+    // whole tile, so neither consumer may go on before the slower CTA's half has landed.
+    let mut a = arch(2);
+    a.sm.max_ctas = 1;
+    let build = |delay: bool| {
+        let mut kb = KB::new("multicast", 2, 64);
+        kb.info.cluster = gpusim_isa::Dim3::new(2, 1, 1);
+        let bar = gpusim_isa::AddrExpr::constant(0x100);
+        let z = gpusim_isa::Lanes::Stride(0);
+        let mut init = kb.inst("SYNCS.EXCH.64", None, &[]);
+        init.imm = 1;
+        let mut arrive = kb.inst("SYNCS.ARRIVE.TRANS64", None, &[]);
+        arrive.imm = 16384;
+        let tma = kb.inst("UTMALDG.2D.MULTICAST", None, &[]);
+        let wait = kb.inst("SYNCS.PHASECHK.TRANS64.TRYWAIT", None, &[]);
+        let exit = kb.inst("EXIT", None, &[]);
+        let f = kb.inst("FFMA", Some(10), &[10, 2, 10]);
+        let producer = |kb: &mut KB, slow: bool| {
+            let mut b = ProgramBuilder::new(if slow { "slow_producer" } else { "producer" });
+            b.mem_inst(init, bar, z, 0).mem_inst(arrive, bar, z, 0);
+            if slow {
+                for _ in 0..200 {
+                    b.inst(f);
+                }
+            }
+            let src = gpusim_isa::AddrExpr::constant(1 << 32).with(gpusim_isa::Var::CtaX, 8192);
+            b.mem_inst(tma, src, z, 8192).inst(exit);
+            kb.program(b.finish().unwrap())
+        };
+        let p_fast = producer(&mut kb, false);
+        let p_slow = producer(&mut kb, delay);
+        let mut b = ProgramBuilder::new("consumer");
+        b.mem_inst(wait, bar, z, 0).inst(exit);
+        let p_cons = kb.program(b.finish().unwrap());
+        kb.layout = vec![p_fast, p_cons];
+        let mut k = kb.build();
+        k.layout.overrides.insert(1, vec![p_slow, p_cons]);
+        k.check().unwrap();
+        run1(&a, k)
+    };
+    let quick = build(false);
+    let slow = build(true);
+    let (q, s) = (&quick.kernels[0], &slow.kernels[0]);
+    // The fast CTA's consumer waits for the slow CTA's 200-FFMA delay too.
+    assert!(s.stalls["barrier"] >= q.stalls["barrier"] + 2 * 200 * 4 - 50, "{:?} vs {:?}", q.stalls, s.stalls);
+    assert_eq!(s.resident_warp_cycles, s.stalls.values().sum::<u64>());
+}

@@ -3,7 +3,7 @@
 
 use gpusim_isa::{Inst, MemSpace};
 
-use super::{Blocked, CtaDone, Sm, banks};
+use super::{Blocked, CtaDone, RemoteTx, Sm, banks, cluster_id};
 use crate::kernel_run::KernelRun;
 use crate::mem::{AccessKind, MemRequest, MemorySystem};
 use crate::sm::warps::Phase;
@@ -120,7 +120,29 @@ impl Sm {
                 let d = self.bulk_access(s, &inst, &t, now, k, mem);
                 let cs = self.w.cta_slot[s] as usize;
                 self.ctas[cs].bulk_done = self.ctas[cs].bulk_done.max(d);
-                self.mbar_tx(s, d, now);
+                let bytes = inst.mem.map_or(0, |m| m.bulk_bytes as u64);
+                if let Some(addr) = self.mbar_tx(s, d, bytes, now)
+                    && k.descs[inst.op as usize].multicast
+                    && k.info.cluster.count() > 1
+                {
+                    // The same bytes land in the other CTAs of the cluster (immediate: a CTA mask;
+                    // 0: all), completing on the barrier at the same address there.
+                    let own = self.cluster_rank(s, k);
+                    let all =
+                        if k.info.cluster.count() >= 32 { u32::MAX } else { (1u32 << k.info.cluster.count()) - 1 };
+                    let mask = if inst.imm > 0 { inst.imm as u32 & all } else { all } & !(1u32 << own);
+                    if mask != 0 {
+                        let c = self.ctas[cs].coord;
+                        self.outbox.push(RemoteTx {
+                            kernel: self.w.kernel[s],
+                            cluster: cluster_id(&k.info, c),
+                            ranks: mask,
+                            addr,
+                            bytes,
+                            done: d,
+                        });
+                    }
+                }
                 self.w.mem_drain[s] = self.w.mem_drain[s].max(d);
             }
             OpKind::MemBarrier => {
@@ -169,7 +191,7 @@ impl Sm {
             OpKind::MbarArrive => {
                 if let Some(addr) = self.mem_base(s, &inst) {
                     let tx = k.descs[inst.op as usize].expect_tx;
-                    self.mbar_arrive(s, addr, now, tx);
+                    self.mbar_arrive(s, addr, now, tx, inst.imm.max(0) as u64);
                 }
             }
             OpKind::MbarWait => {
@@ -233,10 +255,7 @@ impl Sm {
 
     /// This warp's CTA rank within its thread-block cluster.
     fn cluster_rank(&self, s: usize, k: &KernelRun) -> u64 {
-        let c = self.ctas[self.w.cta_slot[s] as usize].coord;
-        let d = k.info.cluster;
-        let (cx, cy, cz) = (d.x.max(1) as u64, d.y.max(1) as u64, d.z.max(1) as u64);
-        (c.x as u64 % cx) + cx * ((c.y as u64 % cy) + cy * (c.z as u64 % cz))
+        super::cluster_rank_of(&k.info, self.ctas[self.w.cta_slot[s] as usize].coord)
     }
 
     /// The evaluated base address of the instruction's memory operand, if it has one.

@@ -4,9 +4,12 @@
 //! A barrier is identified by its shared-memory address (the memory operand of the `SYNCS`
 //! instructions). It counts arrivals per phase (the count comes from `SYNCS.EXCH.64`'s
 //! immediate, 1 by default). An `SYNCS.ARRIVE.TRANS64` (arrive + expect_tx) also makes the phase
-//! wait for transaction bytes: the bulk copy (`UTMALDG`, `UBLKCP`) the same warp issues next
-//! completes on that barrier. A phase completes when its arrivals are in and, if it expects
-//! bytes, its copies have landed; the completion time is known at once in this timestamp model.
+//! wait for transaction bytes, as many as its immediate says: the bulk copies (`UTMALDG`,
+//! `UBLKCP`) the same warp issues next complete on that barrier, and a multicast copy also on
+//! the barrier at the same address in every other CTA of the cluster. Without a byte count
+//! (immediate 0) the phase waits for the next copy the warp issues. A phase completes when its
+//! arrivals are in and its bytes have landed; the completion time is known at once in this
+//! timestamp model.
 //!
 //! A warp's `SYNCS.PHASECHK...TRYWAIT` waits for the next phase it has not yet waited for on that
 //! barrier. Traces therefore hold one wait per phase (a generator's trace, or a real trace
@@ -28,6 +31,9 @@ pub(super) struct Mbar {
     last_arrive: u64,
     expects_tx: bool,
     tx_attached: bool,
+    /// Bytes the open phase expects (0: any one copy) and has received.
+    tx_expected: u64,
+    tx_received: u64,
     tx_done: u64,
     completed: u32,
     done: [u64; PHASE_HISTORY],
@@ -66,7 +72,7 @@ impl Sm {
 
     /// An arrival of warp `s` at `now`; with `expect_tx`, the warp's next bulk copy completes on
     /// this barrier.
-    pub(super) fn mbar_arrive(&mut self, s: usize, addr: u64, now: u64, expect_tx: bool) {
+    pub(super) fn mbar_arrive(&mut self, s: usize, addr: u64, now: u64, expect_tx: bool, tx_bytes: u64) {
         let cs = self.w.cta_slot[s] as usize;
         let warps = self.ctas[cs].slots.len();
         let i = self.ctas[cs].mbar(addr, warps);
@@ -75,31 +81,55 @@ impl Sm {
         m.last_arrive = m.last_arrive.max(now);
         if expect_tx {
             m.expects_tx = true;
+            m.tx_expected += tx_bytes;
             self.w.tx_mbar[s] = i as u16;
         }
         self.mbar_try_complete(cs, i, now);
     }
 
-    /// A bulk copy of warp `s` finishing at `done`: attach it to the barrier the warp armed.
-    /// Returns false when the warp armed none (the copy then completes on nothing).
-    pub(super) fn mbar_tx(&mut self, s: usize, done: u64, now: u64) -> bool {
+    /// A bulk copy of warp `s` of `bytes` finishing at `done`: attach it to the barrier the warp
+    /// armed. Returns that barrier's address, or `None` when the warp armed none (the copy then
+    /// completes on nothing). With a byte count the barrier stays armed for further copies.
+    pub(super) fn mbar_tx(&mut self, s: usize, done: u64, bytes: u64, now: u64) -> Option<u64> {
         let i = self.w.tx_mbar[s];
         if i == u16::MAX {
-            return false;
+            return None;
         }
         let cs = self.w.cta_slot[s] as usize;
-        let m = &mut self.ctas[cs].mbars[i as usize];
+        let m = &self.ctas[cs].mbars[i as usize];
+        let addr = m.addr;
+        if m.tx_expected == 0 {
+            self.w.tx_mbar[s] = u16::MAX;
+        }
+        self.mbar_deliver(cs, i as usize, done, bytes, now);
+        Some(addr)
+    }
+
+    /// Bytes of a copy (maybe another CTA's multicast) landing at `done` on the barrier at
+    /// `addr` of the CTA in `cs`.
+    pub fn mbar_remote_tx(&mut self, cs: u16, addr: u64, done: u64, bytes: u64, now: u64) {
+        let cs = cs as usize;
+        if !self.ctas[cs].active {
+            return;
+        }
+        let warps = self.ctas[cs].slots.len();
+        let i = self.ctas[cs].mbar(addr, warps);
+        self.mbar_deliver(cs, i, done, bytes, now);
+    }
+
+    fn mbar_deliver(&mut self, cs: usize, i: usize, done: u64, bytes: u64, now: u64) {
+        let m = &mut self.ctas[cs].mbars[i];
         m.tx_attached = true;
+        m.tx_received += bytes;
         m.tx_done = m.tx_done.max(done);
-        self.w.tx_mbar[s] = u16::MAX;
-        self.mbar_try_complete(cs, i as usize, now);
-        true
+        self.mbar_try_complete(cs, i, now);
     }
 
     /// Completes the open phase if its arrivals and bytes are in, and wakes its waiters.
     fn mbar_try_complete(&mut self, cs: usize, i: usize, now: u64) {
         let m = &mut self.ctas[cs].mbars[i];
-        if m.arrived < m.expected || (m.expects_tx && !m.tx_attached) {
+        let bytes_in = if m.tx_expected > 0 { m.tx_received >= m.tx_expected } else { m.tx_attached };
+        if m.arrived < m.expected || (m.expects_tx && !bytes_in) {
             return;
         }
         let at = m.last_arrive.max(m.tx_done).max(now);
@@ -108,6 +138,8 @@ impl Sm {
         m.arrived = 0;
         m.expects_tx = false;
         m.tx_attached = false;
+        m.tx_received = m.tx_received.saturating_sub(m.tx_expected);
+        m.tx_expected = 0;
         m.tx_done = 0;
         let completed = m.completed;
         // Wake the warps waiting for a phase that is now complete.

@@ -68,6 +68,34 @@ pub(crate) struct CtaSlot {
     mbar_waiters: Vec<mbarrier::MbarWaiter>,
 }
 
+/// Bytes of a multicast copy for other CTAs of a cluster: the engine delivers them to the
+/// barrier at `addr` of each CTA whose rank is in `ranks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteTx {
+    pub kernel: u32,
+    pub cluster: u64,
+    pub ranks: u32,
+    pub addr: u64,
+    pub bytes: u64,
+    pub done: u64,
+}
+
+/// The linear index (launch order) of the cluster holding the CTA at `coord`.
+pub fn cluster_id(k: &gpusim_isa::KernelInfo, coord: Dim3) -> u64 {
+    let cl = k.cluster;
+    let clusters_x = k.grid.x.div_ceil(cl.x.max(1)) as u64;
+    let clusters_y = k.grid.y.div_ceil(cl.y.max(1)) as u64;
+    (coord.x / cl.x.max(1)) as u64
+        + clusters_x * ((coord.y / cl.y.max(1)) as u64 + clusters_y * (coord.z / cl.z.max(1)) as u64)
+}
+
+/// The CTA's rank within its cluster.
+pub fn cluster_rank_of(k: &gpusim_isa::KernelInfo, c: Dim3) -> u64 {
+    let d = k.cluster;
+    let (cx, cy, cz) = (d.x.max(1) as u64, d.y.max(1) as u64, d.z.max(1) as u64);
+    (c.x as u64 % cx) + cx * ((c.y as u64 % cy) + cy * (c.z as u64 % cz))
+}
+
 /// Static per-SM parameters derived from the chip once.
 struct SmParams {
     max_warps: u32,
@@ -107,6 +135,8 @@ pub struct Sm {
     pub wake_at: u64,
     sectors: Sectors,
     lane_addrs: [u64; 32],
+    /// Multicast bytes for CTAs on other SMs, collected during a step for the engine.
+    pub outbox: Vec<RemoteTx>,
 }
 
 /// Why a warp could not issue this cycle, and until when.
@@ -165,6 +195,7 @@ impl Sm {
             wake_at: u64::MAX,
             sectors: Sectors::default(),
             lane_addrs: [0; 32],
+            outbox: Vec::new(),
         };
         let nsub = sm.p.sub_cores as usize;
         for slot in (0..s.max_warps as usize).rev() {
@@ -214,7 +245,8 @@ impl Sm {
     }
 
     /// Places a CTA of kernel `kidx` on this SM at cycle `now`. The caller checked [`Sm::fits`].
-    pub fn launch(&mut self, now: u64, kidx: u32, k: &mut KernelRun, cta: CtaTrace, done: &mut Vec<CtaDone>) {
+    /// Returns the CTA slot used.
+    pub fn launch(&mut self, now: u64, kidx: u32, k: &mut KernelRun, cta: CtaTrace, done: &mut Vec<CtaDone>) -> u16 {
         let o = k.occupancy;
         let slot_c = self.ctas.iter().position(|c| !c.active).expect("fits() checked CTA slots");
         let nsub = self.subs.len();
@@ -287,6 +319,7 @@ impl Sm {
             // A warp with an empty program exits at once.
             self.exit_warp(slot as usize, now, k, done);
         }
+        slot_c as u16
     }
 
     /// Frees the resources of a finished CTA (called by the engine at `done.at`).
@@ -400,6 +433,8 @@ impl Sm {
         let nsub = self.subs.len();
         let sub = &mut self.subs[slot % nsub];
         sub.wake_at = sub.wake_at.min(at);
+        // Also when called from outside `step` (a multicast landing from another SM).
+        self.wake_at = self.wake_at.min(at);
     }
 
     /// The warp leaves: stalls until its stores drain, then its slot waits for the CTA to finish.
