@@ -27,6 +27,11 @@ impl Default for SimOptions {
     }
 }
 
+/// (kernel index, cluster index in launch order).
+type ClusterKey = (u32, u64);
+/// (rank in the cluster, SM, CTA slot on that SM).
+type ClusterMember = (u64, u32, u16);
+
 struct Engine<'a> {
     arch: &'a Arch,
     sms: Vec<Sm>,
@@ -41,7 +46,7 @@ struct Engine<'a> {
     /// CTAs of clusters not yet complete, by cluster index in launch order.
     cluster_buf: BTreeMap<u64, Vec<CtaTrace>>,
     /// Where each resident cluster's CTAs are: (kernel, cluster) → (rank, SM, CTA slot).
-    clusters: BTreeMap<(u32, u64), Vec<(u64, u32, u16)>>,
+    clusters: BTreeMap<ClusterKey, Vec<ClusterMember>>,
 }
 
 /// Runs every kernel of `source` on `arch`.
