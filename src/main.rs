@@ -2,7 +2,9 @@
 
 mod arch_cmd;
 mod bench;
+mod correlate_cmd;
 mod error;
+mod gemm_cmd;
 mod open;
 mod print;
 mod run;
@@ -49,6 +51,8 @@ enum Cmd {
         /// Traces to run (default: the shipped examples under examples/).
         traces: Vec<PathBuf>,
     },
+    /// Simulate reference measurements (GEMM, latency, bandwidth) and report the error.
+    Correlate(correlate_cmd::CorrelateArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Cmd::Arch { cmd } => arch_cmd::arch(cmd),
         Cmd::Trace { cmd } => trace_cmd::trace(cmd),
         Cmd::Bench { arch, repeat, traces } => bench::bench(&arch, repeat, traces),
+        Cmd::Correlate(a) => correlate_cmd::correlate_cmd(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -28,6 +28,9 @@ pub enum TraceCmd {
     /// Write the trace of a microbenchmark (pointer chase, STREAM, L2 bandwidth, bank conflicts,
     /// cp.async/TMA pipelines, distributed shared memory).
     Ubench(crate::ubench_cmd::UbenchArgs),
+    /// Write the trace of a GEMM recipe (Ampere multistage or Hopper warp-specialised) for a
+    /// problem.
+    Gemm(crate::gemm_cmd::GemmArgs),
 }
 
 /// Reads a whole trace into memory (CTAs with their own programs become per-CTA overrides).
@@ -79,6 +82,7 @@ fn write(trace: &Trace, out: &Path, binary_out: bool) -> CliResult {
 pub fn trace(cmd: TraceCmd) -> CliResult {
     match cmd {
         TraceCmd::Ubench(args) => crate::ubench_cmd::ubench(args),
+        TraceCmd::Gemm(args) => crate::gemm_cmd::gemm(args),
         TraceCmd::Convert { input, output, to } => {
             let binary_out = match to.as_deref() {
                 Some("binary") => true,

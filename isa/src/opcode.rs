@@ -631,7 +631,8 @@ fn apply_modifiers(d: &mut OpDesc, mods: &[&str]) {
                 d.latency = 4;
             }
             // `.TRANS64` arrivals carry an expected transaction byte count (expect_tx).
-            d.expect_tx = d.semantics == Semantics::MbarArrive && mods.contains(&"TRANS64");
+            // `.A1T0` is "arrive once, transaction count 0": a plain arrival (consumer releases).
+            d.expect_tx = d.semantics == Semantics::MbarArrive && mods.contains(&"TRANS64") && !mods.contains(&"A1T0");
         }
         "WARPGROUP" => {
             if mods.first() == Some(&"ARRIVE") {

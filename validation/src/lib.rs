@@ -8,12 +8,23 @@
 //!   ([`memory_cases::Plan`]) or to an explicit reason why none applies; running a plan gives the
 //!   simulated value in the case's metric. [`memory_cases::latency_sweep`] gives simulated
 //!   pointer-chase latency against footprint.
+//! - [`gemm_cases`]: GEMM cases as simulations (shape and dtype of the case, the workloads
+//!   crate's default recipe, TFLOP/s = 2·M·N·K·batch / simulated time).
+//! - [`correlate`]: every selected case simulated (in parallel, deterministically) or listed with
+//!   the reason it is not, with statistics and provenance; rendered as text, Markdown and CSV
+//!   (`gpusim correlate`).
+//! - [`stats`]: MAPE, median |error|, Pearson/Spearman on logs, trust-weighted |ln(sim/meas)|.
+//! - [`hash`]: the stable content hash (FNV-1a) of configs, recipes and traces.
 //!
 //! Like the rest of the workspace apart from the binary, this crate prints nothing; it reads the
 //! reference files it is asked to read.
 
+pub mod correlate;
+pub mod gemm_cases;
+pub mod hash;
 pub mod memory_cases;
 pub mod reference;
+pub mod stats;
 
 pub use memory_cases::{Bench, Plan, latency_sweep, memory_case_plan};
 pub use reference::{Case, Kind, Metric, Trust, default_reference_dir, load_cases};

@@ -7,7 +7,8 @@
 //!
 //! So far: [`ubench`], the microbenchmarks behind published latency and bandwidth measurements
 //! (pointer chase, STREAM, L2 bandwidth, shared-memory bank conflicts, cp.async/TMA pipelines,
-//! distributed shared memory). GEMM, attention and MoE generators are to come.
+//! distributed shared memory), and [`gemm`], the GEMM recipes (Ampere multistage, Hopper
+//! warp-specialised, split-K, block-scaled fp8). Attention and MoE generators are to come.
 //!
 //! ## Invariants
 //! - **Pure.** Generators do no I/O and read no clock or environment; a chip description
@@ -24,4 +25,5 @@
 //! - **Checked parameters.** Each parameter struct has a `validate`; generator functions panic
 //!   on what it rejects, [`ubench::by_name`] returns the message.
 
+pub mod gemm;
 pub mod ubench;

@@ -1,0 +1,113 @@
+//! `gpusim correlate`: simulate the reference cases and compare with the published values.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use gpusim_validation::correlate::{ArchChoice, Correlation, Options, RunInfo, correlate, parse_kinds};
+use gpusim_validation::reference::load_cases;
+
+use crate::error::{CliError, CliResult};
+
+#[derive(Args)]
+pub struct CorrelateArgs {
+    /// A built-in preset: only the cases whose hardware it models are simulated (the others are
+    /// listed as skipped); `auto`: every case on the preset its hardware maps to.
+    #[arg(long)]
+    pub arch: String,
+    /// Reference data (`[[case]]` TOML, schema in shared/reference/README.md); repeatable.
+    #[arg(long, required = true, num_args = 1..)]
+    pub data: Vec<PathBuf>,
+    /// Kinds of cases: gemm, latency, bandwidth, memory (latency and bandwidth), attention, moe,
+    /// peak or all; repeatable or comma-separated. Default: gemm, latency and bandwidth.
+    #[arg(long)]
+    pub kind: Vec<String>,
+    /// Write everything (cases, statistics, provenance) as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write correlation.csv and correlation.md into this directory (created if missing).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Simulations run in parallel on this many threads (default: the number of cores). The
+    /// results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The commit gpusim was built from (build.rs), else the one of the working directory's
+/// checkout at run time, else "unknown".
+pub fn git_hash() -> String {
+    let built = env!("GPUSIM_GIT_HASH");
+    if built != "unknown" {
+        return built.to_string();
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn write(path: &Path, text: &str) -> CliResult {
+    std::fs::write(path, text).map_err(|e| CliError::input(format!("{}: cannot write: {e}", path.display())))
+}
+
+fn write_reports(c: &Correlation, a: &CorrelateArgs) -> CliResult {
+    if let Some(j) = &a.json {
+        let text =
+            serde_json::to_string_pretty(c).map_err(|e| CliError::input(format!("cannot encode the report: {e}")))?;
+        write(j, &(text + "\n"))?;
+    }
+    if let Some(dir) = &a.report {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
+        write(&dir.join("correlation.csv"), &c.csv())?;
+        write(&dir.join("correlation.md"), &c.markdown())?;
+    }
+    Ok(())
+}
+
+pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
+    let arch = ArchChoice::parse(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
+    let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
+    let threads = match a.threads {
+        Some(0) => return Err(CliError::input("--threads: must be at least 1")),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let mut cases = Vec::new();
+    for f in &a.data {
+        let mut v = load_cases(f).map_err(|e| CliError::input(e.to_string()))?;
+        for c in &v {
+            if let Some(first) = cases.iter().find(|o: &&gpusim_validation::Case| o.id == c.id) {
+                return Err(CliError::input(format!(
+                    "{}: duplicate id `{}`, first defined at {}",
+                    c.location(),
+                    c.id,
+                    first.location()
+                )));
+            }
+        }
+        cases.append(&mut v);
+    }
+    let opts = Options {
+        arch,
+        kinds,
+        threads,
+        worst: 5,
+        info: RunInfo {
+            gpusim_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_hash: git_hash(),
+            data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
+        },
+    };
+    let c = correlate(&cases, &opts).map_err(CliError::input)?;
+    if !a.quiet {
+        print!("{}", c.text());
+    }
+    write_reports(&c, &a)
+}

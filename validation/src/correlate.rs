@@ -1,0 +1,972 @@
+//! Correlation of simulations with the reference measurements (`gpusim correlate`).
+//!
+//! [`correlate`] takes cases ([`crate::reference`]), keeps those of the requested kinds, maps
+//! each to a preset and a simulation ([`plan_case`]), runs the simulations in parallel on a
+//! rayon pool, and returns a [`Correlation`]: one [`CaseRow`] per case (simulated, skipped with
+//! the reason, or failed with the error), the [`stats::Summary`](crate::stats::Summary) of the
+//! simulated ones, and the provenance. [`Correlation::markdown`], [`Correlation::csv`] and
+//! [`Correlation::text`] render it; the binary writes the files.
+//!
+//! - **GEMM**: [`crate::gemm_cases`]: the workloads crate's default recipe at the case's shape
+//!   and dtype; simulated TFLOP/s = 2·M·N·K·batch / simulated time.
+//! - **Latency, bandwidth**: [`crate::memory_cases`]' plan and microbenchmark.
+//! - **Other kinds** (attention, MoE, peak) are listed with the reason they are not simulated.
+//!
+//! Clock: the case's `clock_mhz` where it states one, else the preset's SM clock.
+//!
+//! Determinism: every simulation is deterministic and results are kept in input order, so the
+//! result (wall times apart) is the same for any number of threads.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use gpusim_configs::{load_preset, to_toml};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::gemm_cases::{GemmShape, gemm_shape, run_gemm};
+use crate::hash::hash_str;
+use crate::memory_cases::{self, Bench, Plan, arch_for, memory_case_plan};
+use crate::reference::{Case, Kind};
+use crate::stats::{Point, Summary, summarize};
+
+/// Parts the memory cases' table ([`memory_cases::PRESET_FOR_HARDWARE`]) does not name but
+/// GEMM (and later attention/MoE) cases do: `(hardware, preset, why)`.
+pub const MORE_PRESETS_FOR_HARDWARE: &[(&str, &str, &str)] = &[
+    ("H100 SXM", "h100-sxm5-80gb", "the SXM5 part"),
+    ("H100 80GB SXM5", "h100-sxm5-80gb", "the SXM5 part"),
+    (
+        "sm_90 (H100; variant not stated)",
+        "h100-sxm5-80gb",
+        "XLA's sm_90 table reaches 783 TFLOP/s bf16, above the H100 PCIe's dense peak (756), so an SXM5 part",
+    ),
+    ("A100 80GB SXM4", "a100-sxm4-80gb", "the SXM4 80 GB part"),
+    ("H800 SXM5", "h800-sxm5", "the SXM5 part"),
+];
+
+/// The preset modelling a case's `hardware`: [`memory_cases::preset_for`], then
+/// [`MORE_PRESETS_FOR_HARDWARE`].
+pub fn preset_for_hardware(hardware: &str) -> Option<&'static str> {
+    memory_cases::preset_for(hardware)
+        .or_else(|| MORE_PRESETS_FOR_HARDWARE.iter().find(|(h, _, _)| *h == hardware).map(|(_, p, _)| *p))
+}
+
+/// Which preset(s) to correlate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArchChoice {
+    /// Every case on the preset its hardware maps to.
+    Auto,
+    /// Only the cases whose hardware maps to this preset; the others are skipped.
+    Preset(String),
+}
+
+impl ArchChoice {
+    /// `auto` or a built-in preset name; anything else is an error naming the presets.
+    pub fn parse(s: &str) -> Result<ArchChoice, String> {
+        if s == "auto" {
+            return Ok(ArchChoice::Auto);
+        }
+        let names: Vec<&str> = gpusim_configs::presets().iter().map(|(n, _)| *n).collect();
+        if names.contains(&s) {
+            Ok(ArchChoice::Preset(s.to_string()))
+        } else {
+            Err(format!("unknown preset `{s}`: correlate takes `auto` or one of {}", names.join(", ")))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            ArchChoice::Auto => "auto",
+            ArchChoice::Preset(p) => p,
+        }
+    }
+}
+
+/// Kinds selected by `--kind`: `gemm`, `latency`, `bandwidth`, `memory` (latency and bandwidth)
+/// or `all`; comma-separated lists are accepted.
+pub fn parse_kinds(specs: &[String]) -> Result<KindSelection, String> {
+    if specs.is_empty() {
+        return Ok(KindSelection::default_kinds());
+    }
+    let mut kinds = BTreeSet::new();
+    for spec in specs {
+        for s in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match s {
+                "all" => return Ok(KindSelection::All),
+                "memory" => {
+                    kinds.insert(Kind::Latency);
+                    kinds.insert(Kind::Bandwidth);
+                }
+                _ => match Kind::from(s.to_string()) {
+                    Kind::Other(o) => {
+                        return Err(format!(
+                            "unknown kind `{o}`: use gemm, latency, bandwidth, memory, attention, moe, peak or all"
+                        ));
+                    }
+                    k => {
+                        kinds.insert(k);
+                    }
+                },
+            }
+        }
+    }
+    Ok(KindSelection::Only(kinds))
+}
+
+/// The kinds to correlate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KindSelection {
+    All,
+    Only(BTreeSet<Kind>),
+}
+
+impl KindSelection {
+    /// GEMM, latency and bandwidth: every kind with a simulation today.
+    pub fn default_kinds() -> KindSelection {
+        KindSelection::Only([Kind::Gemm, Kind::Latency, Kind::Bandwidth].into_iter().collect())
+    }
+
+    pub fn contains(&self, k: &Kind) -> bool {
+        match self {
+            KindSelection::All => true,
+            KindSelection::Only(s) => s.contains(k),
+        }
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            KindSelection::All => vec!["all".into()],
+            KindSelection::Only(s) => s.iter().map(|k| k.to_string()).collect(),
+        }
+    }
+}
+
+/// What the caller knows about itself and its inputs, recorded in the provenance.
+#[derive(Clone, Debug, Default)]
+pub struct RunInfo {
+    /// The gpusim version (`CARGO_PKG_VERSION` of the binary).
+    pub gpusim_version: String,
+    /// `git rev-parse HEAD` of the build, or "unknown".
+    pub git_hash: String,
+    /// The data files, as given.
+    pub data_files: Vec<String>,
+}
+
+/// How to correlate.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub arch: ArchChoice,
+    pub kinds: KindSelection,
+    /// Worker threads (≥ 1).
+    pub threads: usize,
+    /// How many worst cases the summary lists.
+    pub worst: usize,
+    pub info: RunInfo,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            arch: ArchChoice::Auto,
+            kinds: KindSelection::default_kinds(),
+            threads: 1,
+            worst: 5,
+            info: RunInfo::default(),
+        }
+    }
+}
+
+/// The simulation of one case.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Job {
+    Gemm { preset: &'static str, clock_mhz: Option<f64>, shape: GemmShape },
+    Memory { preset: &'static str, clock_mhz: Option<f64>, bench: Bench },
+}
+
+impl Job {
+    pub fn preset(&self) -> &'static str {
+        match self {
+            Job::Gemm { preset, .. } | Job::Memory { preset, .. } => preset,
+        }
+    }
+
+    /// A rough cost, for starting the longest simulations first.
+    fn cost(&self) -> f64 {
+        match self {
+            Job::Gemm { shape, .. } => shape.flops(),
+            // A memory microbenchmark costs about as much as a mid-sized GEMM.
+            Job::Memory { .. } => 1e11,
+        }
+    }
+}
+
+/// A case's plan: a simulation, or why there is none.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CasePlan {
+    Run(Job),
+    Skip(String),
+}
+
+/// Maps a case to its simulation under `arch`, or to the reason it is not simulated.
+pub fn plan_case(case: &Case, arch: &ArchChoice) -> CasePlan {
+    let job = match &case.kind {
+        Kind::Latency | Kind::Bandwidth => match memory_case_plan(case) {
+            Plan::Run { preset, clock_mhz, bench, .. } => Job::Memory { preset, clock_mhz, bench },
+            Plan::NotApplicable(why) => return CasePlan::Skip(why),
+        },
+        Kind::Gemm => {
+            let Some(preset) = preset_for_hardware(&case.hardware) else {
+                return CasePlan::Skip(format!("no preset models the {}", case.hardware));
+            };
+            match gemm_shape(case) {
+                Ok(shape) => Job::Gemm { preset, clock_mhz: case.clock_mhz, shape },
+                Err(e) => return CasePlan::Skip(e),
+            }
+        }
+        Kind::Attention | Kind::Moe => {
+            return CasePlan::Skip(format!(
+                "no {} workload generator exists yet (the workloads crate has GEMM and microbenchmarks only)",
+                case.kind
+            ));
+        }
+        Kind::Peak => {
+            return CasePlan::Skip(
+                "peak rates are datasheet inputs of the presets (tensor.flops_per_clk_per_sm), not a simulation result"
+                    .into(),
+            );
+        }
+        k => return CasePlan::Skip(format!("kind `{k}` has no simulation")),
+    };
+    if let ArchChoice::Preset(p) = arch
+        && job.preset() != p
+    {
+        return CasePlan::Skip(format!(
+            "{} is modelled by {}, not {p} (use --arch auto or --arch {})",
+            case.hardware,
+            job.preset(),
+            job.preset()
+        ));
+    }
+    CasePlan::Run(job)
+}
+
+/// What became of a case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Simulated,
+    Skipped,
+    Failed,
+}
+
+/// One case of the correlation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CaseRow {
+    pub id: String,
+    pub kind: String,
+    /// `file:line` of its `[[case]]`.
+    pub location: String,
+    pub hardware: String,
+    pub trust: String,
+    pub weight: f64,
+    pub metric: String,
+    pub published: f64,
+    pub status: Status,
+    /// Why it was skipped, or the error of a failed simulation.
+    pub reason: Option<String>,
+    pub preset: Option<String>,
+    pub simulated: Option<f64>,
+    /// (simulated − published) / published.
+    pub error: Option<f64>,
+    /// |ln(simulated / published)|.
+    pub abs_log_ratio: Option<f64>,
+    pub clock_simulated_mhz: Option<f64>,
+    /// The case's `clock_mhz` (None: not stated).
+    pub clock_measured_mhz: Option<f64>,
+    /// Hash of the resolved preset ([`config_hash`]).
+    pub config_hash: Option<String>,
+    /// What was simulated: the GEMM shape and recipe, or the microbenchmark.
+    pub workload: Option<String>,
+    /// Hash of the recipe (GEMM) or the microbenchmark plan (memory cases).
+    pub recipe_hash: Option<String>,
+    /// Hash of the generated trace's text form (GEMM).
+    pub trace_hash: Option<String>,
+    /// Simulated kernel time, µs (GEMM).
+    pub sim_time_us: Option<f64>,
+    pub warp_instructions: Option<u64>,
+    pub detail: Option<String>,
+    /// When the case contradicts a higher-trust case on the same part
+    /// ([`memory_cases::DISPUTED`]): which, and why.
+    pub disputed: Option<String>,
+    /// Wall time of the simulation, s (the one field that varies between runs).
+    pub wall_s: f64,
+}
+
+/// Provenance of a correlation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Provenance {
+    pub gpusim_version: String,
+    pub git_hash: String,
+    pub arch: String,
+    pub kinds: Vec<String>,
+    pub data_files: Vec<String>,
+    /// Hash of each preset used ([`config_hash`]), by name.
+    pub config_hashes: BTreeMap<String, String>,
+    pub memory_model: String,
+}
+
+/// The result of [`correlate`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Correlation {
+    pub provenance: Provenance,
+    /// Every selected case, in input order.
+    pub cases: Vec<CaseRow>,
+    /// Statistics of the simulated cases, grouped by kind.
+    pub summary: Summary,
+    pub threads: usize,
+    pub wall_s: f64,
+}
+
+/// Stable hash of a preset's fully resolved TOML ([`gpusim_configs::to_toml`]).
+pub fn config_hash(preset: &str) -> Result<String, String> {
+    let arch = load_preset(preset).map_err(|e| e.to_string())?;
+    Ok(hash_str(&to_toml(&arch)))
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// The outcome of one simulation (shared by every case with the same [`Job`]).
+#[derive(Clone, Debug, Default)]
+struct JobResult {
+    config_hash: Option<String>,
+    clock_simulated_mhz: Option<f64>,
+    value: Option<Result<f64, String>>,
+    workload: Option<String>,
+    recipe_hash: Option<String>,
+    trace_hash: Option<String>,
+    sim_time_us: Option<f64>,
+    warp_instructions: Option<u64>,
+    detail: Option<String>,
+    wall_s: f64,
+}
+
+/// Runs one job; a panic in a generator or the simulator becomes its error.
+fn run_job(job: &Job) -> JobResult {
+    let t0 = Instant::now();
+    let preset = job.preset();
+    let mut r = JobResult { config_hash: config_hash(preset).ok(), ..JobResult::default() };
+    let clock = match job {
+        Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } => *clock_mhz,
+    };
+    let res: Result<f64, String> = arch_for(preset, clock).and_then(|arch| {
+        r.clock_simulated_mhz = Some(arch.clocks.sm.0 as f64 / 1e6);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<f64, String> {
+            match job {
+                Job::Gemm { shape, .. } => {
+                    let g = run_gemm(&arch, shape)?;
+                    r.workload = Some(format!("GEMM {}, {}", shape.describe(), g.recipe));
+                    r.recipe_hash = Some(g.recipe_hash);
+                    r.trace_hash = Some(g.trace_hash);
+                    r.sim_time_us = Some(g.time_us);
+                    r.warp_instructions = Some(g.warp_instructions);
+                    r.detail = Some(format!("{} kernel(s), {:.2} µs simulated", g.kernels, g.time_us));
+                    Ok(g.tflops)
+                }
+                Job::Memory { bench, .. } => {
+                    let m = bench.run(&arch)?;
+                    let plan = format!("{bench:?}");
+                    r.recipe_hash = Some(hash_str(&plan));
+                    r.workload = Some(plan);
+                    r.warp_instructions = Some(m.warp_instructions);
+                    r.detail = Some(m.detail);
+                    Ok(m.value)
+                }
+            }
+        }))
+        .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))))
+    });
+    r.value = Some(res);
+    r.wall_s = t0.elapsed().as_secs_f64();
+    r
+}
+
+/// Fills `row` (of `case`, simulated by `job`) from the job's result.
+fn apply(job: &Job, r: &JobResult, case: &Case, row: &mut CaseRow) {
+    row.preset = Some(job.preset().to_string());
+    row.config_hash = r.config_hash.clone();
+    row.clock_simulated_mhz = r.clock_simulated_mhz;
+    row.workload = r.workload.clone();
+    row.recipe_hash = r.recipe_hash.clone();
+    row.trace_hash = r.trace_hash.clone();
+    row.sim_time_us = r.sim_time_us;
+    row.warp_instructions = r.warp_instructions;
+    row.detail = r.detail.clone();
+    row.wall_s = r.wall_s;
+    match &r.value {
+        Some(Ok(s)) if s.is_finite() && *s > 0.0 => {
+            row.status = Status::Simulated;
+            row.simulated = Some(*s);
+            row.error = Some(crate::stats::rel_error(*s, case.value));
+            row.abs_log_ratio = crate::stats::abs_log_ratio(*s, case.value);
+        }
+        Some(Ok(s)) => {
+            row.status = Status::Failed;
+            row.simulated = Some(*s);
+            row.reason = Some(format!("the simulation gave {s}"));
+        }
+        Some(Err(e)) => {
+            row.status = Status::Failed;
+            row.reason = Some(e.clone());
+        }
+        None => {
+            row.status = Status::Failed;
+            row.reason = Some("not run".into());
+        }
+    }
+}
+
+fn base_row(case: &Case) -> CaseRow {
+    CaseRow {
+        id: case.id.clone(),
+        kind: case.kind.to_string(),
+        location: case.location(),
+        hardware: case.hardware.clone(),
+        trust: case.trust.to_string(),
+        weight: case.trust.weight(),
+        metric: case.metric.to_string(),
+        published: case.value,
+        status: Status::Skipped,
+        reason: None,
+        preset: None,
+        simulated: None,
+        error: None,
+        abs_log_ratio: None,
+        clock_simulated_mhz: None,
+        clock_measured_mhz: case.clock_mhz,
+        config_hash: None,
+        workload: None,
+        recipe_hash: None,
+        trace_hash: None,
+        sim_time_us: None,
+        warp_instructions: None,
+        detail: None,
+        disputed: memory_cases::DISPUTED
+            .iter()
+            .find(|d| d.0 == case.id)
+            .map(|(_, with, why)| format!("contradicts {with}: {why}")),
+        wall_s: 0.0,
+    }
+}
+
+/// Correlates `cases` (those of `opts.kinds`) with their simulations. Fails only when the
+/// thread pool cannot be built; a case that cannot be simulated is a row with its reason.
+pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> {
+    let t0 = Instant::now();
+    let selected: Vec<&Case> = cases.iter().filter(|c| opts.kinds.contains(&c.kind)).collect();
+    let plans: Vec<CasePlan> = selected.iter().map(|c| plan_case(c, &opts.arch)).collect();
+    let mut rows: Vec<CaseRow> = selected.iter().map(|c| base_row(c)).collect();
+    for (row, plan) in rows.iter_mut().zip(&plans) {
+        if let CasePlan::Skip(why) = plan {
+            row.reason = Some(why.clone());
+            if let Some(p) = preset_for_hardware(&row.hardware) {
+                row.preset = Some(p.to_string());
+            }
+        }
+    }
+
+    // Cases with the same simulation (part, clock, shape or microbenchmark) share one run; runs
+    // go longest first (for load balance) and each result goes back to its cases' slots.
+    let mut unique: Vec<(&Job, Vec<usize>)> = Vec::new();
+    for (i, p) in plans.iter().enumerate() {
+        if let CasePlan::Run(j) = p {
+            match unique.iter_mut().find(|(u, _)| *u == j) {
+                Some((_, ids)) => ids.push(i),
+                None => unique.push((j, vec![i])),
+            }
+        }
+    }
+    unique.sort_by(|a, b| b.0.cost().total_cmp(&a.0.cost()).then(a.1[0].cmp(&b.1[0])));
+    let threads = opts.threads.max(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| format!("cannot start {threads} threads: {e}"))?;
+    let done: Vec<JobResult> =
+        pool.install(|| unique.par_iter().with_max_len(1).map(|(job, _)| run_job(job)).collect());
+    for ((job, ids), r) in unique.iter().zip(&done) {
+        for &i in ids {
+            apply(job, r, selected[i], &mut rows[i]);
+        }
+    }
+
+    let points: Vec<Point> = rows
+        .iter()
+        .filter(|r| r.status == Status::Simulated)
+        .map(|r| Point {
+            id: r.id.clone(),
+            group: r.kind.clone(),
+            sim: r.simulated.unwrap_or(f64::NAN),
+            measured: r.published,
+            weight: r.weight,
+        })
+        .collect();
+    let summary = summarize(&points, opts.worst);
+    let presets: BTreeSet<&str> = plans
+        .iter()
+        .filter_map(|p| match p {
+            CasePlan::Run(j) => Some(j.preset()),
+            CasePlan::Skip(_) => None,
+        })
+        .collect();
+    let config_hashes = presets.into_iter().filter_map(|p| Some((p.to_string(), config_hash(p).ok()?))).collect();
+    Ok(Correlation {
+        provenance: Provenance {
+            gpusim_version: opts.info.gpusim_version.clone(),
+            git_hash: opts.info.git_hash.clone(),
+            arch: opts.arch.as_str().to_string(),
+            kinds: opts.kinds.names(),
+            data_files: opts.info.data_files.clone(),
+            config_hashes,
+            memory_model: "hierarchy".into(),
+        },
+        cases: rows,
+        summary,
+        threads,
+        wall_s: t0.elapsed().as_secs_f64(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering.
+
+/// A value with 4 significant digits at most, without exponent for the ranges the data has.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("–".into(), |e| format!("{:.1}%", 100.0 * e))
+}
+
+fn signed_pct(v: Option<f64>) -> String {
+    v.map_or("–".into(), |e| format!("{:+.1}%", 100.0 * e))
+}
+
+fn corr(v: Option<f64>) -> String {
+    v.map_or("–".into(), |c| format!("{c:.3}"))
+}
+
+fn clock(v: Option<f64>) -> String {
+    v.map_or("–".into(), |c| format!("{c:.0}"))
+}
+
+/// Markdown table: header row, alignment row (`r` right-aligned), rows.
+fn md_table(header: &[&str], align: &str, rows: &[Vec<String>]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let head: Vec<String> = header.iter().map(|h| esc(h)).collect();
+    let mut s = format!("| {} |\n|", head.join(" | "));
+    for (i, _) in header.iter().enumerate() {
+        s += if align.as_bytes().get(i) == Some(&b'r') { "---:|" } else { "---|" };
+    }
+    s.push('\n');
+    for r in rows {
+        s += &format!("| {} |\n", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | "));
+    }
+    s
+}
+
+/// Plain-text table, columns padded (right-aligned where `align` says `r`).
+fn text_table(header: &[&str], align: &str, rows: &[Vec<String>]) -> String {
+    let n = header.len();
+    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = w[i] - c.chars().count();
+            let right = align.as_bytes().get(i) == Some(&b'r');
+            if i > 0 {
+                s += "  ";
+            }
+            if right {
+                s += &" ".repeat(pad);
+                s += c;
+            } else {
+                s += c;
+                if i + 1 < cells.len() {
+                    s += &" ".repeat(pad);
+                }
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut s = line(header.to_vec());
+    for r in rows {
+        s += &line(r.iter().map(String::as_str).collect());
+    }
+    s
+}
+
+const CASE_HEADER: [&str; 9] =
+    ["case", "kind", "preset", "clock MHz sim/meas", "metric", "published", "simulated", "error", "trust"];
+const CASE_ALIGN: &str = "lllrlrrrl";
+const STATS_HEADER: [&str; 9] = [
+    "kind",
+    "cases",
+    "MAPE",
+    "median |err|",
+    "max |err|",
+    "bias",
+    "Pearson (log)",
+    "Spearman (log)",
+    "weighted |ln(sim/meas)|",
+];
+const STATS_ALIGN: &str = "lrrrrrrrr";
+
+impl Correlation {
+    fn simulated(&self) -> impl Iterator<Item = &CaseRow> {
+        self.cases.iter().filter(|r| r.status == Status::Simulated)
+    }
+
+    fn not_simulated(&self) -> impl Iterator<Item = &CaseRow> {
+        self.cases.iter().filter(|r| r.status != Status::Simulated)
+    }
+
+    fn case_rows(&self) -> Vec<Vec<String>> {
+        self.simulated()
+            .map(|r| {
+                vec![
+                    r.id.clone(),
+                    r.kind.clone(),
+                    r.preset.clone().unwrap_or_default(),
+                    format!("{} / {}", clock(r.clock_simulated_mhz), clock(r.clock_measured_mhz)),
+                    r.metric.clone(),
+                    num(r.published),
+                    r.simulated.map_or("–".into(), num),
+                    signed_pct(r.error),
+                    if r.disputed.is_some() { format!("{}, disputed", r.trust) } else { r.trust.clone() },
+                ]
+            })
+            .collect()
+    }
+
+    fn skipped_rows(&self) -> Vec<Vec<String>> {
+        self.not_simulated()
+            .map(|r| {
+                vec![
+                    r.id.clone(),
+                    r.kind.clone(),
+                    r.hardware.clone(),
+                    match r.status {
+                        Status::Failed => "failed".into(),
+                        _ => "skipped".into(),
+                    },
+                    r.reason.clone().unwrap_or_default(),
+                ]
+            })
+            .collect()
+    }
+
+    fn stats_rows(&self) -> Vec<Vec<String>> {
+        let row = |name: &str, s: &crate::stats::Stats| {
+            vec![
+                name.to_string(),
+                s.n.to_string(),
+                pct(s.mape),
+                pct(s.median_abs_error),
+                pct(s.max_abs_error),
+                signed_pct(s.mean_error),
+                corr(s.pearson_log),
+                corr(s.spearman_log),
+                s.weighted_abs_log_error.map_or("–".into(), |v| format!("{v:.4}")),
+            ]
+        };
+        let mut rows: Vec<Vec<String>> = self.summary.by_group.iter().map(|(g, s)| row(g, s)).collect();
+        if self.summary.by_group.len() != 1 {
+            rows.push(row("all", &self.summary.overall));
+        }
+        rows
+    }
+
+    fn worst_rows(&self) -> Vec<Vec<String>> {
+        self.summary.worst.iter().map(|w| vec![w.id.clone(), w.group.clone(), signed_pct(Some(w.error))]).collect()
+    }
+
+    fn counts(&self) -> (usize, usize, usize) {
+        let c = |s: Status| self.cases.iter().filter(|r| r.status == s).count();
+        (c(Status::Simulated), c(Status::Skipped), c(Status::Failed))
+    }
+
+    /// The report as Markdown: cases, cases not simulated, statistics, worst cases, provenance.
+    /// Holds no wall times, so it is the same for any thread count.
+    pub fn markdown(&self) -> String {
+        let p = &self.provenance;
+        let (sim, skip, fail) = self.counts();
+        let mut s = format!(
+            "{} cases: {sim} simulated, {skip} skipped, {fail} failed. Error = (simulated − published) / published.\n\n",
+            self.cases.len()
+        );
+        s += &md_table(&CASE_HEADER, CASE_ALIGN, &self.case_rows());
+        for r in self.simulated().filter(|r| r.disputed.is_some()) {
+            s += &format!("\nDisputed: {} {}.\n", r.id, r.disputed.as_deref().unwrap_or(""));
+        }
+        s += "\n### Statistics\n\n";
+        s += &md_table(&STATS_HEADER, STATS_ALIGN, &self.stats_rows());
+        s += "\nMAPE: mean |error|; bias: mean signed error; correlations of ln(simulated) against \
+              ln(published); weighted: Σ w·|ln(sim/published)| / Σ w with trust weights high 1, medium 0.5, low 0.25.\n";
+        if !self.summary.worst.is_empty() {
+            s += "\n### Worst cases\n\n";
+            s += &md_table(&["case", "kind", "error"], "llr", &self.worst_rows());
+        }
+        if skip + fail > 0 {
+            s += "\n### Not simulated\n\n";
+            s += &md_table(&["case", "kind", "hardware", "status", "reason"], "lllll", &self.skipped_rows());
+        }
+        s += "\n### Provenance\n\n";
+        s += &format!("- gpusim {} (git {})\n", p.gpusim_version, p.git_hash);
+        s += &format!("- `--arch {}`, kinds: {}, memory model `{}`\n", p.arch, p.kinds.join(", "), p.memory_model);
+        s += &format!("- data: {}\n", p.data_files.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", "));
+        for (preset, h) in &p.config_hashes {
+            s += &format!("- config `{preset}`: {h}\n");
+        }
+        s += "- per case (recipe, trace hash, clocks): the JSON report (`--json`)\n";
+        s
+    }
+
+    /// The report for a terminal: the same content as [`Correlation::markdown`] as aligned text.
+    pub fn text(&self) -> String {
+        let p = &self.provenance;
+        let (sim, skip, fail) = self.counts();
+        let mut s = text_table(&CASE_HEADER, CASE_ALIGN, &self.case_rows());
+        if skip + fail > 0 {
+            s += "\nnot simulated:\n";
+            s += &text_table(&["case", "kind", "hardware", "status", "reason"], "lllll", &self.skipped_rows());
+        }
+        s += "\n";
+        s += &text_table(&STATS_HEADER, STATS_ALIGN, &self.stats_rows());
+        if !self.summary.worst.is_empty() {
+            s += "\nworst cases:\n";
+            s += &text_table(&["case", "kind", "error"], "llr", &self.worst_rows());
+        }
+        s += &format!(
+            "\n{} cases: {sim} simulated, {skip} skipped, {fail} failed, in {:.1} s on {} thread(s)\n",
+            self.cases.len(),
+            self.wall_s,
+            self.threads
+        );
+        s += &format!("gpusim {} (git {}), --arch {}", p.gpusim_version, p.git_hash, p.arch);
+        for (preset, h) in &p.config_hashes {
+            s += &format!(", {preset} {h}");
+        }
+        s.push('\n');
+        s
+    }
+
+    /// One line per case (every status), no wall times.
+    pub fn csv(&self) -> String {
+        let q = |s: &str| {
+            if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+        };
+        let o = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
+        let mut s = String::from(
+            "id,kind,status,hardware,preset,trust,metric,published,simulated,error_pct,clock_simulated_mhz,\
+             clock_measured_mhz,config_hash,recipe_hash,trace_hash,location,reason\n",
+        );
+        for r in &self.cases {
+            let status = match r.status {
+                Status::Simulated => "simulated",
+                Status::Skipped => "skipped",
+                Status::Failed => "failed",
+            };
+            let cells = [
+                q(&r.id),
+                q(&r.kind),
+                status.to_string(),
+                q(&r.hardware),
+                q(r.preset.as_deref().unwrap_or("")),
+                q(&r.trust),
+                q(&r.metric),
+                format!("{}", r.published),
+                o(r.simulated),
+                o(r.error.map(|e| 100.0 * e)),
+                o(r.clock_simulated_mhz),
+                o(r.clock_measured_mhz),
+                q(r.config_hash.as_deref().unwrap_or("")),
+                q(r.recipe_hash.as_deref().unwrap_or("")),
+                q(r.trace_hash.as_deref().unwrap_or("")),
+                q(&r.location),
+                q(r.reason.as_deref().unwrap_or("")),
+            ];
+            s += &cells.join(",");
+            s.push('\n');
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::reference::{load_default, parse_cases};
+
+    const DATA: &str = r#"
+[[case]]
+id = "l1"
+kind = "latency"
+hardware = "H800 PCIe"
+clock_mhz = 1755
+level = "L1"
+metric = "cycles"
+value = 32.1
+trust = "high"
+how_read = "h"
+source = "s"
+locator = "l"
+
+[[case]]
+id = "l1-again"
+kind = "latency"
+hardware = "H800 PCIe"
+clock_mhz = 1755
+level = "L1"
+metric = "cycles"
+value = 30
+trust = "low"
+how_read = "h"
+source = "s"
+locator = "l"
+
+[[case]]
+id = "att"
+kind = "attention"
+hardware = "H100 80GB SXM5"
+metric = "tflops"
+value = 300
+trust = "medium"
+how_read = "h"
+source = "s"
+locator = "l"
+
+[[case]]
+id = "v100"
+kind = "latency"
+hardware = "V100"
+level = "L1"
+metric = "cycles"
+value = 28
+trust = "high"
+how_read = "h"
+source = "s"
+locator = "l"
+"#;
+
+    #[test]
+    fn every_reference_case_gets_a_plan_or_a_reason() {
+        let cases = load_default().unwrap();
+        for c in &cases {
+            match plan_case(c, &ArchChoice::Auto) {
+                CasePlan::Run(j) => {
+                    load_preset(j.preset()).unwrap();
+                }
+                CasePlan::Skip(why) => assert!(why.len() > 15, "{}: {why}", c.id),
+            }
+        }
+        // Every GEMM case maps to a preset.
+        for c in cases.iter().filter(|c| c.kind == Kind::Gemm) {
+            assert!(matches!(plan_case(c, &ArchChoice::Auto), CasePlan::Run(Job::Gemm { .. })), "{}", c.id);
+        }
+        let h200 = cases.iter().find(|c| c.id == "gemm-h200-torch-bf16-8192").unwrap();
+        assert!(matches!(plan_case(h200, &ArchChoice::Auto), CasePlan::Run(Job::Gemm { preset: "h200-sxm", .. })));
+        let CasePlan::Skip(why) = plan_case(h200, &ArchChoice::Preset("h100-sxm5-80gb".into())) else { panic!() };
+        assert!(why.contains("h200-sxm") && why.contains("h100-sxm5-80gb"), "{why}");
+    }
+
+    #[test]
+    fn arch_and_kind_arguments() {
+        assert_eq!(ArchChoice::parse("auto"), Ok(ArchChoice::Auto));
+        assert_eq!(ArchChoice::parse("h200-sxm"), Ok(ArchChoice::Preset("h200-sxm".into())));
+        let e = ArchChoice::parse("h900").unwrap_err();
+        assert!(e.contains("h900") && e.contains("h100-sxm5-80gb"), "{e}");
+        assert_eq!(parse_kinds(&[]).unwrap(), KindSelection::default_kinds());
+        assert_eq!(parse_kinds(&["all".into()]).unwrap(), KindSelection::All);
+        assert_eq!(
+            parse_kinds(&["gemm,latency".into()]).unwrap(),
+            KindSelection::Only([Kind::Gemm, Kind::Latency].into_iter().collect())
+        );
+        assert_eq!(
+            parse_kinds(&["memory".into()]).unwrap(),
+            parse_kinds(&["latency".into(), "bandwidth".into()]).unwrap()
+        );
+        assert!(parse_kinds(&["flops".into()]).unwrap_err().contains("flops"));
+    }
+
+    #[test]
+    fn cases_are_simulated_or_listed_with_a_reason() {
+        let cases = parse_cases(Path::new("t.toml"), DATA).unwrap();
+        let opts = Options { kinds: KindSelection::All, threads: 2, ..Options::default() };
+        let c = correlate(&cases, &opts).unwrap();
+        assert_eq!(c.cases.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["l1", "l1-again", "att", "v100"]);
+        let l1 = &c.cases[0];
+        assert_eq!(l1.status, Status::Simulated, "{l1:?}");
+        assert_eq!((l1.preset.as_deref(), l1.clock_simulated_mhz), (Some("h800-pcie"), Some(1755.0)));
+        assert!(l1.error.unwrap().abs() < 0.1, "{l1:?}");
+        assert!(l1.config_hash.as_ref().is_some_and(|h| h.len() == 16));
+        // The same simulation serves both L1 cases; each gets its own error.
+        let again = &c.cases[1];
+        assert_eq!((again.simulated, again.recipe_hash.as_ref()), (l1.simulated, l1.recipe_hash.as_ref()));
+        assert_ne!(again.error, l1.error);
+        assert_eq!(c.cases[2].status, Status::Skipped);
+        assert!(c.cases[2].reason.as_ref().unwrap().contains("attention"));
+        assert_eq!(c.cases[3].status, Status::Skipped);
+        assert!(c.cases[3].reason.as_ref().unwrap().contains("V100"));
+        assert_eq!(c.summary.overall.n, 2);
+        assert_eq!(c.provenance.config_hashes.keys().collect::<Vec<_>>(), ["h800-pcie"]);
+        let md = c.markdown();
+        assert!(md.contains("| l1 | latency | h800-pcie | 1755 / 1755 |"), "{md}");
+        assert!(md.contains("### Not simulated") && md.contains("| att |"), "{md}");
+        let csv = c.csv();
+        assert_eq!(csv.lines().count(), 5, "{csv}");
+        assert!(md.contains("| median \\|err\\| |"), "a `|` in a header is escaped: {md}");
+        assert!(c.text().contains("l1"));
+
+        // The default kinds leave attention out; an explicit other preset skips the H800 case.
+        let opts = Options { arch: ArchChoice::Preset("h100-pcie".into()), ..Options::default() };
+        let c = correlate(&cases, &opts).unwrap();
+        assert_eq!(c.cases.len(), 3);
+        assert_eq!(c.cases[0].status, Status::Skipped);
+        assert!(c.cases[0].reason.as_ref().unwrap().contains("h800-pcie"));
+        assert_eq!(c.summary.overall.n, 0);
+    }
+
+    #[test]
+    fn config_hash_is_stable_and_distinguishes_presets() {
+        let a = config_hash("h100-sxm5-80gb").unwrap();
+        assert_eq!(a, config_hash("h100-sxm5-80gb").unwrap());
+        assert_ne!(a, config_hash("h200-sxm").unwrap());
+        assert!(config_hash("nope").is_err());
+    }
+}
