@@ -196,4 +196,6 @@ pub struct SimParams {
     pub watchdog_cycles: Cycles,
     /// Time between one kernel finishing and a dependent kernel starting.
     pub kernel_launch_overhead: Cycles,
+    /// Time from a kernel's launch until its first CTA starts, part of the kernel's time.
+    pub kernel_launch_latency: Cycles,
 }

@@ -222,6 +222,10 @@ section! {
         /// Time between one kernel finishing and a dependent kernel starting. Default 2000 cycles
         /// (about 1 µs at 2 GHz) is an estimate of back-to-back launch gaps on one stream.
         kernel_launch_overhead: Opt<Cycles>, "cycles", default Cycles(2000);
+        /// Time from a kernel's launch until its first CTA starts, counted in the kernel's
+        /// time (what CUDA-event and profiler timings of one kernel include: grid setup,
+        /// parameter and descriptor fetch). Default 0: a parameter for `gpusim calibrate`.
+        kernel_launch_latency: Opt<Cycles>, "cycles", default Cycles(0);
     }
 }
 

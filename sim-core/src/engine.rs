@@ -129,7 +129,9 @@ impl<'a> Engine<'a> {
                 Some(end) => end + self.arch.sim.kernel_launch_overhead.0,
                 None => self.now,
             };
-            self.kernels[idx].launchable_at = Some(at.max(self.now));
+            let launched = at.max(self.now);
+            self.kernels[idx].launched_at = launched;
+            self.kernels[idx].launchable_at = Some(launched + self.arch.sim.kernel_launch_latency.0);
         }
     }
 
@@ -293,7 +295,8 @@ impl<'a> Engine<'a> {
     fn place(&mut self, kidx: usize, sm: usize, cta: CtaTrace) {
         let k = &mut self.kernels[kidx];
         if k.start.is_none() {
-            k.start = Some(self.now);
+            // The kernel's time runs from its launch: the launch latency is part of it.
+            k.start = Some(k.launched_at.min(self.now));
             let shared = k.occupancy.smem_per_cta * k.occupancy.ctas_per_sm as u64;
             self.mem.begin_kernel(shared);
         }

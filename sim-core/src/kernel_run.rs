@@ -41,8 +41,11 @@ pub struct KernelRun {
     pub timing: Vec<OpTiming>,
     pub occupancy: Occupancy,
     pub stats: KernelStats,
-    /// Cycle the first CTA launched.
+    /// Cycle the kernel's time starts: its launch (the first CTA follows after the launch
+    /// latency).
     pub start: Option<u64>,
+    /// Cycle the kernel was launched (its dependencies done, plus the launch overhead).
+    pub launched_at: u64,
     /// Cycle the last CTA finished.
     pub end: u64,
     pub ctas_dispatched: u64,
@@ -65,6 +68,7 @@ impl KernelRun {
             occupancy,
             stats: KernelStats::default(),
             start: None,
+            launched_at: 0,
             end: 0,
             ctas_dispatched: 0,
             ctas_done: 0,

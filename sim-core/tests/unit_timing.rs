@@ -269,3 +269,26 @@ fn multicast_copies_complete_on_every_cta_of_the_cluster() {
     assert!(s.stalls["barrier"] >= q.stalls["barrier"] + 2 * 200 * 4 - 50, "{:?} vs {:?}", q.stalls, s.stalls);
     assert_eq!(s.resident_warp_cycles, s.stalls.values().sum::<u64>());
 }
+
+#[test]
+fn launch_latency_is_part_of_each_kernels_time() {
+    let time = |latency: u64| {
+        let mut a = arch(1);
+        a.sim.kernel_launch_latency = gpusim_configs::Cycles(latency);
+        let mut kernels = Vec::new();
+        for id in 0..2 {
+            let mut kb = KB::new("k", 1, 32);
+            kb.info.id = id;
+            let p = ffma_program(&mut kb, 10, 1);
+            let p = kb.program(p);
+            kb.all_warps(p);
+            kernels.push(kb.build());
+        }
+        let r = run(&a, kernels);
+        (r.kernels[0].cycles, r.kernels[1].cycles, r.total_cycles)
+    };
+    let (a0, a1, at) = time(0);
+    let (b0, b1, bt) = time(500);
+    assert_eq!((b0 - a0, b1 - a1), (500, 500), "each kernel pays the latency once");
+    assert_eq!(bt - at, 1000, "two kernels in one stream pay it twice");
+}

@@ -89,7 +89,11 @@ pub fn arch(sms: u32) -> Arch {
             refresh_time: Picos(260_000),
             interleave: Bytes(256),
         },
-        sim: SimParams { watchdog_cycles: Cycles(100_000), kernel_launch_overhead: Cycles(0) },
+        sim: SimParams {
+            watchdog_cycles: Cycles(100_000),
+            kernel_launch_overhead: Cycles(0),
+            kernel_launch_latency: Cycles(0),
+        },
     }
 }
 
