@@ -101,7 +101,13 @@ impl Hierarchy {
         let l1_bytes = self.l1_sram.saturating_sub(carve).max(1 << self.line_shift);
         let lines = l1_bytes >> self.line_shift;
         let n = self.ports.len();
-        self.l1 = (0..n).map(|_| SectorCache::new(lines, self.l1_assoc, false)).collect();
+        let fresh = SectorCache::new(lines, self.l1_assoc, false);
+        if self.l1.len() == n && self.l1.first().is_some_and(|c| c.lines() == fresh.lines()) {
+            // Same capacity: empty the caches in place.
+            self.l1.iter_mut().for_each(SectorCache::invalidate_all);
+        } else {
+            self.l1 = (0..n).map(|_| SectorCache::new(lines, self.l1_assoc, false)).collect();
+        }
     }
 
     #[inline]

@@ -11,6 +11,16 @@
 /// Wavefronts needed by the access.
 pub fn wavefronts(addrs: &[u64; 32], mask: u32, width: u32, banks: u32, bank_width: u32) -> u32 {
     let width = width.clamp(1, 16);
+    // Fast path: every lane active, consecutive aligned words (the common coalesced case) needs
+    // exactly one wavefront per 128-byte phase when the banks span 128 bytes.
+    if mask == u32::MAX
+        && width >= bank_width.max(1)
+        && banks as u64 * bank_width as u64 == 128
+        && addrs[0].is_multiple_of(width as u64)
+        && (1..32).all(|l| addrs[l] == addrs[0] + l as u64 * width as u64)
+    {
+        return (32 * width).div_ceil(128);
+    }
     let bw = bank_width.max(1) as u64;
     let nb = banks.max(1) as u64;
     let lanes_per_phase = (128 / width.max(4)).clamp(1, 32);
