@@ -2,6 +2,7 @@
 
 mod arch_cmd;
 mod bench;
+mod calibrate_cmd;
 mod correlate_cmd;
 mod error;
 mod gemm_cmd;
@@ -53,6 +54,8 @@ enum Cmd {
     },
     /// Simulate reference measurements (GEMM, latency, bandwidth) and report the error.
     Correlate(correlate_cmd::CorrelateArgs),
+    /// Fit a preset's model parameters to reference measurements (k-fold cross-validated).
+    Calibrate(calibrate_cmd::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Cmd::Trace { cmd } => trace_cmd::trace(cmd),
         Cmd::Bench { arch, repeat, traces } => bench::bench(&arch, repeat, traces),
         Cmd::Correlate(a) => correlate_cmd::correlate_cmd(a),
+        Cmd::Calibrate(a) => calibrate_cmd::calibrate_cmd(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

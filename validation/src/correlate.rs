@@ -191,7 +191,7 @@ impl Job {
     }
 
     /// A rough cost, for starting the longest simulations first.
-    fn cost(&self) -> f64 {
+    pub fn cost(&self) -> f64 {
         match self {
             Job::Gemm { shape, .. } => shape.flops(),
             // A memory microbenchmark costs about as much as a mid-sized GEMM.
@@ -393,6 +393,28 @@ fn run_job(job: &Job) -> JobResult {
     r.value = Some(res);
     r.wall_s = t0.elapsed().as_secs_f64();
     r
+}
+
+/// Simulates `job` on `base` (a chip, e.g. a candidate of `gpusim calibrate`) instead of its
+/// preset: the job's clock applies as in [`arch_for`]; the value is in the case's metric. A
+/// panic in a generator or the simulator becomes the error.
+pub fn simulate_on(job: &Job, base: &gpusim_configs::Arch) -> Result<f64, String> {
+    let mut arch = base.clone();
+    let clock = match job {
+        Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } => *clock_mhz,
+    };
+    if let Some(mhz) = clock {
+        if !(mhz.is_finite() && mhz > 0.0) {
+            return Err(format!("clock_mhz = {mhz} is not a clock"));
+        }
+        arch.clocks.sm = gpusim_configs::Hertz((mhz * 1e6).round() as u64);
+        gpusim_configs::validate(&arch).map_err(|e| format!("{} at {mhz} MHz: {e}", arch.name))?;
+    }
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
+        Job::Gemm { shape, .. } => run_gemm(&arch, shape).map(|g| g.tflops),
+        Job::Memory { bench, .. } => bench.run(&arch).map(|m| m.value),
+    }))
+    .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))))
 }
 
 /// Fills `row` (of `case`, simulated by `job`) from the job's result.

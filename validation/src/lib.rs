@@ -13,16 +13,21 @@
 //! - [`correlate`]: every selected case simulated (in parallel, deterministically) or listed with
 //!   the reason it is not, with statistics and provenance; rendered as text, Markdown and CSV
 //!   (`gpusim correlate`).
+//! - [`calibrate`]: fitting a preset's model parameters to the cases (Nelder–Mead on the
+//!   trust-weighted |ln(sim/measured)|, k-fold cross-validated), rendered as a config that
+//!   inherits the preset (`gpusim calibrate`); [`optimize`] holds the optimiser.
 //! - [`stats`]: MAPE, median |error|, Pearson/Spearman on logs, trust-weighted |ln(sim/meas)|.
 //! - [`hash`]: the stable content hash (FNV-1a) of configs, recipes and traces.
 //!
 //! Like the rest of the workspace apart from the binary, this crate prints nothing; it reads the
 //! reference files it is asked to read.
 
+pub mod calibrate;
 pub mod correlate;
 pub mod gemm_cases;
 pub mod hash;
 pub mod memory_cases;
+pub mod optimize;
 pub mod reference;
 pub mod stats;
 

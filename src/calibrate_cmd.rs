@@ -1,0 +1,102 @@
+//! `gpusim calibrate`: fit a preset's model parameters to reference measurements.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use gpusim_validation::calibrate::{CalOptions, calibrate};
+use gpusim_validation::correlate::parse_kinds;
+use gpusim_validation::reference::load_cases;
+
+use crate::error::{CliError, CliResult};
+
+#[derive(Args)]
+pub struct CalibrateArgs {
+    /// The built-in preset to calibrate; only the cases whose hardware it models are used.
+    #[arg(long)]
+    pub arch: String,
+    /// Reference data (`[[case]]` TOML); repeatable.
+    #[arg(long, required = true, num_args = 1..)]
+    pub data: Vec<PathBuf>,
+    /// Dotted config keys to fit, comma-separated or repeated (default: sim.kernel_launch_latency
+    /// and tensor.wgmma_base_latency with GEMM cases, else l1.hit_latency, l2.hit_latency and
+    /// hbm.latency). Bounds: the schema's range, else [0, 4× the preset's value] ([0, 20000]
+    /// when it is 0).
+    #[arg(long, value_delimiter = ',')]
+    pub fit: Vec<String>,
+    /// Also fit datasheet-fixed parameters (SM count, clocks, peak rates, bandwidth, sizes).
+    #[arg(long)]
+    pub allow_datasheet: bool,
+    /// Kinds of cases (as for `gpusim correlate`). Default: gemm, latency and bandwidth.
+    #[arg(long)]
+    pub kind: Vec<String>,
+    /// Folds of the cross-validation (at most the number of cases; below 2: none).
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
+    /// Skip GEMM cases above this many FLOPs (2·M·N·K·batch), e.g. 1e12.
+    #[arg(long)]
+    pub max_flops: Option<f64>,
+    /// Iterations of Nelder–Mead per fit.
+    #[arg(long, default_value_t = 40)]
+    pub max_iter: usize,
+    /// Worker threads (default: the number of cores). The result does not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// The calibrated config to write (inherits the preset).
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Write calibration.md into this directory (created if missing).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
+    gpusim_configs::load_preset(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
+    let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
+    let threads = match a.threads {
+        Some(0) => return Err(CliError::input("--threads: must be at least 1")),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let mut cases: Vec<gpusim_validation::Case> = Vec::new();
+    for f in &a.data {
+        let v = load_cases(f).map_err(|e| CliError::input(e.to_string()))?;
+        for c in v {
+            if let Some(first) = cases.iter().find(|o| o.id == c.id) {
+                return Err(CliError::input(format!(
+                    "{}: duplicate id `{}`, first defined at {}",
+                    c.location(),
+                    c.id,
+                    first.location()
+                )));
+            }
+            cases.push(c);
+        }
+    }
+    let opts = CalOptions {
+        preset: a.arch.clone(),
+        kinds,
+        fit: a.fit.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        allow_datasheet: a.allow_datasheet,
+        folds: a.folds,
+        threads,
+        max_flops: a.max_flops,
+        max_iter: a.max_iter,
+        data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
+    };
+    let c = calibrate(&cases, &opts).map_err(|e| CliError::input(e.message))?;
+    if !a.quiet {
+        print!("{}", c.text());
+    }
+    let write = |p: &std::path::Path, text: &str| {
+        std::fs::write(p, text).map_err(|e| CliError::input(format!("{}: cannot write: {e}", p.display())))
+    };
+    write(&a.output, &c.config_toml())?;
+    if let Some(dir) = &a.report {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
+        write(&dir.join("calibration.md"), &c.markdown())?;
+    }
+    Ok(())
+}

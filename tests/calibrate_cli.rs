@@ -1,0 +1,170 @@
+//! `gpusim calibrate` end to end on a small synthetic data set: pointer-chase latencies on the
+//! H800 PCIe whose L2 reads 300 cycles (the preset says 264), fitting `l2.hit_latency`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const DATA: &str = r#"
+[[case]]
+id = "syn-l1"
+kind = "latency"
+hardware = "H800 PCIe"
+clock_mhz = 1755
+level = "L1"
+metric = "cycles"
+value = 32.1
+trust = "high"
+how_read = "synthetic"
+source = "synthetic"
+locator = "none"
+
+[[case]]
+id = "syn-l2"
+kind = "latency"
+hardware = "H800 PCIe"
+clock_mhz = 1755
+level = "L2"
+metric = "cycles"
+value = 300
+trust = "high"
+how_read = "synthetic"
+source = "synthetic"
+locator = "none"
+
+[[case]]
+id = "syn-l2-again"
+kind = "latency"
+hardware = "H800 PCIe"
+clock_mhz = 1755
+level = "L2"
+metric = "cycles"
+value = 300
+trust = "medium"
+how_read = "synthetic"
+source = "synthetic"
+locator = "none"
+
+[[case]]
+id = "syn-l2-far"
+kind = "latency"
+hardware = "H800 PCIe"
+clock_mhz = 1755
+level = "L2-far"
+metric = "cycles"
+value = 361
+trust = "medium"
+how_read = "synthetic"
+source = "synthetic"
+locator = "none"
+"#;
+
+fn gpusim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpusim")).args(args).output().expect("runs")
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gpusim-calibrate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("lat.toml"), DATA).unwrap();
+    d
+}
+
+/// Calibrates `l2.hit_latency` on `threads` threads; returns stdout, the config and the report.
+fn calibrate(d: &Path, threads: &str) -> (String, String, String) {
+    let out = d.join(format!("out-{threads}.toml"));
+    let rep = d.join(format!("report-{threads}"));
+    let o = gpusim(&[
+        "calibrate",
+        "--arch",
+        "h800-pcie",
+        "--data",
+        d.join("lat.toml").to_str().unwrap(),
+        "--kind",
+        "latency",
+        "--fit",
+        "l2.hit_latency",
+        "--threads",
+        threads,
+        "-o",
+        out.to_str().unwrap(),
+        "--report",
+        rep.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    (stdout, std::fs::read_to_string(out).unwrap(), std::fs::read_to_string(rep.join("calibration.md")).unwrap())
+}
+
+#[test]
+fn fits_l2_latency_with_cross_validation_independent_of_threads() {
+    let d = dir();
+    let (stdout, config, report) = calibrate(&d, "1");
+
+    // The simulated L2 pointer chase reads `l2.hit_latency`, so 300 cycles is the target.
+    let preset = gpusim_configs::load_preset("h800-pcie").unwrap();
+    let cal = gpusim_configs::load_file(&d.join("out-1.toml")).unwrap();
+    let fitted = cal.l2.hit_latency.0 as f64;
+    assert!((fitted - 300.0).abs() / 300.0 < 0.03, "fitted {fitted}\n{stdout}");
+    assert!(config.contains("inherits = \"h800-pcie\""), "{config}");
+    assert!(config.contains("hit_latency = \"") && config.contains("# fitted (preset 264 cycles"), "{config}");
+    // Everything not fitted comes from the preset.
+    assert_eq!(
+        (cal.sm.count, cal.clocks.sm, cal.l1.hit_latency),
+        (preset.sm.count, preset.clocks.sm, preset.l1.hit_latency)
+    );
+
+    // Training and validation errors are reported separately, before and after.
+    for needle in ["before (preset), all cases", "after (final fit), all cases", "CV training", "CV validation"] {
+        assert!(report.contains(needle) && stdout.contains(needle), "{needle}:\n{report}");
+    }
+    let val_line = report.lines().find(|l| l.contains("CV validation")).unwrap();
+    assert!(val_line.contains('%'), "{val_line}");
+    assert!(report.contains("| l2.hit_latency | 264 cycles |"), "{report}");
+
+    // The thread count does not change the result.
+    let (_, config4, report4) = calibrate(&d, "4");
+    assert_eq!(config, config4);
+    assert_eq!(report, report4);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn datasheet_parameters_are_refused() {
+    let d = std::env::temp_dir().join(format!("gpusim-calibrate-ds-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let data = d.join("lat.toml");
+    std::fs::write(&data, DATA).unwrap();
+    let out = d.join("out.toml");
+    for p in ["sm.count", "clocks.sm", "hbm.bandwidth", "l2.size", "tensor.flops_per_clk_per_sm.fp8"] {
+        let o = gpusim(&[
+            "calibrate",
+            "--arch",
+            "h800-pcie",
+            "--data",
+            data.to_str().unwrap(),
+            "--fit",
+            p,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{p}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("datasheet") && err.contains("--allow-datasheet"), "{p}: {err}");
+        assert!(!out.exists());
+    }
+    // An unknown parameter is an input error too.
+    let o = gpusim(&[
+        "calibrate",
+        "--arch",
+        "h800-pcie",
+        "--data",
+        data.to_str().unwrap(),
+        "--fit",
+        "l2.hit_latancy",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&d);
+}

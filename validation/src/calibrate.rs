@@ -1,0 +1,760 @@
+//! Calibration of a preset's model parameters against reference measurements
+//! (`gpusim calibrate`).
+//!
+//! - **Cases**: those of the selected kinds whose hardware maps to the preset, planned as in
+//!   [`crate::correlate`] ([`plan_case`]); GEMM cases above `max_flops` are skipped (listed).
+//! - **Parameters**: dotted config keys ([`resolve_params`]). Datasheet-fixed ones (`sm.count`,
+//!   `clocks.*`, `tensor.flops_per_clk_per_sm.*`, `hbm.bandwidth`, sizes) are refused unless
+//!   allowed. Bounds: the schema's declared range ([`gpusim_configs::ParamInfo::range`]) where it
+//!   gives one; a missing lower bound is 0, a missing upper bound 4× the preset's value (20000
+//!   in the parameter's unit when the preset's value is 0).
+//! - **Candidates**: the preset rendered by [`to_toml`], the fitted keys overridden (cycles and
+//!   integers rounded to whole numbers, durations to whole picoseconds, written with the
+//!   parameter's unit), loaded with [`load_str`].
+//! - **Objective**: the trust-weighted mean |ln(sim/measured)|
+//!   ([`stats::weighted_abs_log_error`]); a failed simulation counts as |ln| = 5.
+//! - **Optimiser**: [`nelder_mead`] over the parameters normalised to [0, 1] within their bounds,
+//!   from the preset's values, 40 iterations at most.
+//! - **Cross-validation**: k-fold; cases are ordered by the hash of their id and case i goes to
+//!   fold i mod k (k ≤ the number of cases). Each fold is fitted on the other folds and
+//!   evaluated on itself; training and validation errors are means over folds.
+//! - **Cache**: simulations are cached by (config hash, simulation) within a run; cases with the
+//!   same simulation share it.
+//!
+//! Deterministic: the result does not depend on the number of threads.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use gpusim_configs::{Arch, explain, load_preset, load_str, to_toml};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::correlate::{ArchChoice, CasePlan, Job, KindSelection, num, plan_case, simulate_on};
+use crate::hash::hash_str;
+use crate::optimize::{NmOptions, nelder_mead};
+use crate::reference::{Case, Kind};
+use crate::stats::{mape, weighted_abs_log_error};
+
+/// Default parameters when GEMM cases are selected.
+pub const DEFAULT_FIT_GEMM: &[&str] = &["sim.kernel_launch_latency", "tensor.wgmma_base_latency"];
+/// Default parameters when only latency/bandwidth cases are selected.
+pub const DEFAULT_FIT_MEMORY: &[&str] = &["l1.hit_latency", "l2.hit_latency", "hbm.latency"];
+/// |ln(sim/measured)| charged for a case whose simulation fails.
+const FAILED_LOG_ERROR: f64 = 5.0;
+
+/// A failure of [`calibrate`] (bad input: unknown or datasheet parameter, no usable case).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CalError {
+    pub message: String,
+}
+
+impl std::fmt::Display for CalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn err<T>(m: impl Into<String>) -> Result<T, CalError> {
+    Err(CalError { message: m.into() })
+}
+
+/// How a parameter's value is written.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum ValueKind {
+    /// `"N cycles"`, whole.
+    Cycles,
+    /// `"X ns"`, whole picoseconds.
+    Nanos,
+    /// A bare integer.
+    Int,
+    /// A bare float.
+    Float,
+    /// `"X unit"`.
+    Unit(String),
+}
+
+/// A parameter to fit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CalParam {
+    pub key: String,
+    pub kind: ValueKind,
+    pub preset_value: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Where the bounds come from.
+    pub bounds_from: String,
+}
+
+impl CalParam {
+    /// Rounds a value as the config stores it.
+    pub fn round(&self, v: f64) -> f64 {
+        let v = v.clamp(self.lo, self.hi);
+        match self.kind {
+            ValueKind::Cycles | ValueKind::Int => v.round(),
+            ValueKind::Nanos => (v * 1000.0).round() / 1000.0,
+            _ => v,
+        }
+    }
+
+    /// The TOML value.
+    pub fn toml_value(&self, v: f64) -> toml::Value {
+        match &self.kind {
+            ValueKind::Cycles => toml::Value::String(format!("{} cycles", v.round() as i64)),
+            ValueKind::Nanos => toml::Value::String(format!("{} ns", (v * 1000.0).round() / 1000.0)),
+            ValueKind::Int => toml::Value::Integer(v.round() as i64),
+            ValueKind::Float => toml::Value::Float(v),
+            ValueKind::Unit(u) => toml::Value::String(format!("{v} {u}")),
+        }
+    }
+
+    /// For people: `300 cycles`, `219.5 ns`, `8`.
+    pub fn show(&self, v: f64) -> String {
+        match self.toml_value(v) {
+            toml::Value::String(s) => s,
+            other => other.to_string(),
+        }
+    }
+
+    fn normalise(&self, v: f64) -> f64 {
+        if self.hi > self.lo { ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0) } else { 0.0 }
+    }
+
+    fn denormalise(&self, x: f64) -> f64 {
+        self.round(self.lo + x.clamp(0.0, 1.0) * (self.hi - self.lo))
+    }
+}
+
+/// Whether a datasheet fixes the parameter (`unit` from the schema).
+pub fn is_datasheet(key: &str, unit: &str) -> bool {
+    key.starts_with("clocks.")
+        || key.starts_with("tensor.flops_per_clk_per_sm")
+        || matches!(key, "sm.count" | "hbm.bandwidth")
+        || unit == "bytes"
+        || key.ends_with(".size")
+}
+
+fn lookup<'a>(t: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
+    let mut parts = key.split('.').peekable();
+    let mut table = t;
+    while let Some(p) = parts.next() {
+        let v = table.get(p)?;
+        if parts.peek().is_none() {
+            return Some(v);
+        }
+        table = v.as_table()?;
+    }
+    None
+}
+
+fn set(t: &mut toml::Table, key: &str, value: toml::Value) -> bool {
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut table = t;
+    for p in &parts[..parts.len() - 1] {
+        match table.get_mut(*p).and_then(|v| v.as_table_mut()) {
+            Some(next) => table = next,
+            None => return false,
+        }
+    }
+    table.insert(parts[parts.len() - 1].to_string(), value);
+    true
+}
+
+fn parse_num(s: &str) -> Option<f64> {
+    let t: String = s.trim().chars().take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | 'e' | 'E')).collect();
+    t.parse().ok()
+}
+
+/// `(lo, hi)` of a schema range such as `≥ 1 cycle`, `1 ..= 255`, `> 0`.
+fn parse_range(r: &str) -> (Option<f64>, Option<f64>) {
+    let r = r.trim();
+    if let Some((a, b)) = r.split_once("..=").or_else(|| r.split_once("..")) {
+        return (parse_num(a), parse_num(b.trim_start_matches('<')));
+    }
+    for p in ["≥", ">=", ">"] {
+        if let Some(rest) = r.strip_prefix(p) {
+            return (parse_num(rest), None);
+        }
+    }
+    for p in ["≤", "<=", "<"] {
+        if let Some(rest) = r.strip_prefix(p) {
+            return (None, parse_num(rest));
+        }
+    }
+    (None, None)
+}
+
+/// Resolves `keys` against the preset's fully resolved TOML `base`: value kind, preset value,
+/// bounds. Datasheet parameters are refused unless `allow_datasheet`.
+pub fn resolve_params(base: &toml::Table, keys: &[String], allow_datasheet: bool) -> Result<Vec<CalParam>, CalError> {
+    let mut out: Vec<CalParam> = Vec::new();
+    for key in keys {
+        if out.iter().any(|p| &p.key == key) {
+            continue;
+        }
+        let info = explain(key).map_err(|e| CalError { message: e.to_string() })?;
+        if is_datasheet(key, info.unit) && !allow_datasheet {
+            return err(format!(
+                "`{key}` is fixed by the datasheet (SM count, clocks, peak rates, bandwidths, sizes are inputs, \
+                 not fitted); pass --allow-datasheet to fit it anyway"
+            ));
+        }
+        let Some(v) = lookup(base, key) else {
+            return err(format!("`{key}` has no value in the preset's resolved config"));
+        };
+        let (kind, value) = match v {
+            toml::Value::Integer(i) => (ValueKind::Int, *i as f64),
+            toml::Value::Float(f) => (ValueKind::Float, *f),
+            toml::Value::String(s) => {
+                let (n, unit) = s.trim().split_once(' ').unwrap_or((s.as_str(), ""));
+                let Ok(n) = n.parse::<f64>() else {
+                    return err(format!("`{key}` = {s:?} is not a number"));
+                };
+                match unit.trim() {
+                    "cycle" | "cycles" => (ValueKind::Cycles, n),
+                    "ps" => (ValueKind::Nanos, n / 1e3),
+                    "ns" => (ValueKind::Nanos, n),
+                    "us" | "µs" => (ValueKind::Nanos, n * 1e3),
+                    "ms" => (ValueKind::Nanos, n * 1e6),
+                    "" => (ValueKind::Float, n),
+                    u => (ValueKind::Unit(u.to_string()), n),
+                }
+            }
+            other => return err(format!("`{key}` = {other} is not a number")),
+        };
+        let (rlo, rhi) = info.range.as_deref().map(parse_range).unwrap_or((None, None));
+        let lo = rlo.unwrap_or(0.0);
+        let default_hi = if value > 0.0 { 4.0 * value } else { 20000.0 };
+        let hi = rhi.unwrap_or(default_hi).max(lo);
+        let bounds_from = match (&info.range, rlo, rhi) {
+            (Some(r), _, Some(_)) => format!("schema range {r}"),
+            (Some(r), Some(_), None) => {
+                format!("schema range {r}; upper {}", if value > 0.0 { "4× preset" } else { "20000 (preset 0)" })
+            }
+            _ => format!("[0, {}]", if value > 0.0 { "4× preset" } else { "20000 (preset 0)" }),
+        };
+        out.push(CalParam { key: key.clone(), kind, preset_value: value, lo, hi, bounds_from });
+    }
+    Ok(out)
+}
+
+/// The preset's resolved TOML with `values` set for `params`, loaded.
+pub fn apply_values(preset: &str, base: &toml::Table, params: &[CalParam], values: &[f64]) -> Result<Arch, String> {
+    let mut t = base.clone();
+    for (p, v) in params.iter().zip(values) {
+        if !set(&mut t, &p.key, p.toml_value(*v)) {
+            return Err(format!("cannot set `{}`", p.key));
+        }
+    }
+    let text = toml::to_string(&t).map_err(|e| e.to_string())?;
+    load_str(preset, &text).map_err(|e| e.to_string())
+}
+
+/// How to calibrate.
+#[derive(Clone, Debug)]
+pub struct CalOptions {
+    pub preset: String,
+    pub kinds: KindSelection,
+    /// Dotted keys; empty: [`DEFAULT_FIT_GEMM`] when GEMM cases are selected, else
+    /// [`DEFAULT_FIT_MEMORY`].
+    pub fit: Vec<String>,
+    pub allow_datasheet: bool,
+    pub folds: usize,
+    pub threads: usize,
+    /// GEMM cases above this many FLOPs are skipped.
+    pub max_flops: Option<f64>,
+    pub max_iter: usize,
+    pub data_files: Vec<String>,
+}
+
+impl Default for CalOptions {
+    fn default() -> Self {
+        CalOptions {
+            preset: String::new(),
+            kinds: KindSelection::default_kinds(),
+            fit: Vec::new(),
+            allow_datasheet: false,
+            folds: 5,
+            threads: 1,
+            max_flops: None,
+            max_iter: 40,
+            data_files: Vec::new(),
+        }
+    }
+}
+
+/// Errors of a set of cases under one config.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Errors {
+    pub n: usize,
+    pub mape: f64,
+    /// Trust-weighted mean |ln(sim/measured)|.
+    pub wlog: f64,
+}
+
+/// One fold of the cross-validation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fold {
+    pub held_out: Vec<String>,
+    pub values: Vec<f64>,
+    pub train: Errors,
+    pub validation: Errors,
+}
+
+/// k-fold cross-validation: means over folds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CrossValidation {
+    pub k: usize,
+    pub folds: Vec<Fold>,
+    pub train_mape: f64,
+    pub train_wlog: f64,
+    pub validation_mape: f64,
+    pub validation_wlog: f64,
+}
+
+/// A case in the calibration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CalCase {
+    pub id: String,
+    pub kind: String,
+    pub measured: f64,
+    pub weight: f64,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+}
+
+/// The result of [`calibrate`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Calibration {
+    pub preset: String,
+    pub data_files: Vec<String>,
+    pub params: Vec<CalParam>,
+    pub fitted: Vec<f64>,
+    pub before: Errors,
+    pub after: Errors,
+    pub cv: Option<CrossValidation>,
+    pub cases: Vec<CalCase>,
+    /// `(id, reason)` of the cases not used.
+    pub skipped: Vec<(String, String)>,
+    pub simulations: usize,
+    pub preset_hash: String,
+}
+
+struct Evaluator<'a> {
+    preset: &'a str,
+    base: toml::Table,
+    params: &'a [CalParam],
+    cases: Vec<&'a Case>,
+    /// Unique simulations, and each case's index into them.
+    jobs: Vec<Job>,
+    case_job: Vec<usize>,
+    cache: Mutex<HashMap<(String, usize), Result<f64, String>>>,
+    sims: AtomicUsize,
+}
+
+impl Evaluator<'_> {
+    /// Simulated values of `subset` (case indices) under `values`.
+    fn simulate(&self, values: &[f64], subset: &[usize]) -> Vec<Result<f64, String>> {
+        let arch = apply_values(self.preset, &self.base, self.params, values);
+        let hash = match &arch {
+            Ok(a) => hash_str(&to_toml(a)),
+            Err(e) => return subset.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let arch = arch.expect("checked");
+        let mut needed: Vec<usize> = subset.iter().map(|&i| self.case_job[i]).collect();
+        needed.sort_unstable();
+        needed.dedup();
+        needed.sort_by(|a, b| self.jobs[*b].cost().total_cmp(&self.jobs[*a].cost()).then(a.cmp(b)));
+        let results: Vec<(usize, Result<f64, String>)> = needed
+            .par_iter()
+            .with_max_len(1)
+            .map(|&j| {
+                let key = (hash.clone(), j);
+                if let Some(r) = self.cache.lock().expect("cache").get(&key) {
+                    return (j, r.clone());
+                }
+                let r = simulate_on(&self.jobs[j], &arch);
+                self.sims.fetch_add(1, Ordering::Relaxed);
+                self.cache.lock().expect("cache").insert(key, r.clone());
+                (j, r)
+            })
+            .collect();
+        let map: HashMap<usize, Result<f64, String>> = results.into_iter().collect();
+        subset.iter().map(|&i| map[&self.case_job[i]].clone()).collect()
+    }
+
+    fn errors(&self, values: &[f64], subset: &[usize]) -> Errors {
+        let sims = self.simulate(values, subset);
+        let mut pairs = Vec::new();
+        let (mut num, mut den) = (0.0, 0.0);
+        for (&i, s) in subset.iter().zip(&sims) {
+            let c = self.cases[i];
+            let w = c.trust.weight();
+            match s {
+                Ok(v) if *v > 0.0 && v.is_finite() => {
+                    pairs.push((*v, c.value));
+                    num += w * weighted_abs_log_error(&[(*v, c.value, 1.0)]).unwrap_or(FAILED_LOG_ERROR);
+                }
+                _ => {
+                    pairs.push((0.0, c.value));
+                    num += w * FAILED_LOG_ERROR;
+                }
+            }
+            den += w;
+        }
+        Errors {
+            n: subset.len(),
+            mape: mape(&pairs).unwrap_or(f64::NAN),
+            wlog: if den > 0.0 { num / den } else { f64::NAN },
+        }
+    }
+
+    fn fit(&self, subset: &[usize], max_iter: usize) -> Vec<f64> {
+        let x0: Vec<f64> = self.params.iter().map(|p| p.normalise(p.preset_value)).collect();
+        let f = |x: &[f64]| self.errors(&self.values(x), subset).wlog;
+        // Whole-number parameters: stop once the simplex is within half a step of the grid.
+        let x_tol = self
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, ValueKind::Cycles | ValueKind::Int) && p.hi > p.lo)
+            .map(|p| 0.5 / (p.hi - p.lo))
+            .fold(1e-4, f64::max);
+        let r = nelder_mead(f, &x0, &NmOptions { max_iter, x_tol, ..NmOptions::default() });
+        self.values(&r.x)
+    }
+
+    fn values(&self, x: &[f64]) -> Vec<f64> {
+        self.params.iter().zip(x).map(|(p, x)| p.denormalise(*x)).collect()
+    }
+}
+
+/// Calibrates `opts.fit` of `opts.preset` on `cases`.
+pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalError> {
+    let arch = load_preset(&opts.preset).map_err(|e| CalError { message: e.to_string() })?;
+    let rendered = to_toml(&arch);
+    let base: toml::Table =
+        toml::from_str(&rendered).map_err(|e| CalError { message: format!("the preset's rendering: {e}") })?;
+    let choice = ArchChoice::Preset(opts.preset.clone());
+    let mut used: Vec<&Case> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut case_job = Vec::new();
+    let mut skipped = Vec::new();
+    for c in cases.iter().filter(|c| opts.kinds.contains(&c.kind)) {
+        match plan_case(c, &choice) {
+            CasePlan::Skip(why) => skipped.push((c.id.clone(), why)),
+            CasePlan::Run(job) => {
+                if let (Job::Gemm { shape, .. }, Some(max)) = (&job, opts.max_flops)
+                    && shape.flops() > max
+                {
+                    skipped.push((c.id.clone(), format!("{:.3e} FLOPs is above --max-flops {max:.3e}", shape.flops())));
+                    continue;
+                }
+                let j = match jobs.iter().position(|u| *u == job) {
+                    Some(j) => j,
+                    None => {
+                        jobs.push(job);
+                        jobs.len() - 1
+                    }
+                };
+                used.push(c);
+                case_job.push(j);
+            }
+        }
+    }
+    if used.is_empty() {
+        return err(format!("no case of the selected kinds is simulated on {}", opts.preset));
+    }
+    let fit: Vec<String> = if opts.fit.is_empty() {
+        let d = if used.iter().any(|c| c.kind == Kind::Gemm) { DEFAULT_FIT_GEMM } else { DEFAULT_FIT_MEMORY };
+        d.iter().map(|s| s.to_string()).collect()
+    } else {
+        opts.fit.clone()
+    };
+    let params = resolve_params(&base, &fit, opts.allow_datasheet)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads.max(1))
+        .build()
+        .map_err(|e| CalError { message: format!("cannot start {} threads: {e}", opts.threads) })?;
+    let ev = Evaluator {
+        preset: &opts.preset,
+        base,
+        params: &params,
+        cases: used,
+        jobs,
+        case_job,
+        cache: Mutex::new(HashMap::new()),
+        sims: AtomicUsize::new(0),
+    };
+    let n = ev.cases.len();
+    let all: Vec<usize> = (0..n).collect();
+    let preset_values: Vec<f64> = params.iter().map(|p| p.preset_value).collect();
+    pool.install(|| {
+        let before = ev.errors(&preset_values, &all);
+        let cv = cross_validate(&ev, opts.folds, opts.max_iter);
+        let fitted = ev.fit(&all, opts.max_iter);
+        let after = ev.errors(&fitted, &all);
+        let sims_before = ev.simulate(&preset_values, &all);
+        let sims_after = ev.simulate(&fitted, &all);
+        let cases = ev
+            .cases
+            .iter()
+            .zip(sims_before.into_iter().zip(sims_after))
+            .map(|(c, (b, a))| CalCase {
+                id: c.id.clone(),
+                kind: c.kind.to_string(),
+                measured: c.value,
+                weight: c.trust.weight(),
+                before: b.ok(),
+                after: a.ok(),
+            })
+            .collect();
+        Ok(Calibration {
+            preset: opts.preset.clone(),
+            data_files: opts.data_files.clone(),
+            params: params.clone(),
+            fitted,
+            before,
+            after,
+            cv,
+            cases,
+            skipped,
+            simulations: ev.sims.load(Ordering::Relaxed),
+            preset_hash: hash_str(&rendered),
+        })
+    })
+}
+
+fn cross_validate(ev: &Evaluator, folds: usize, max_iter: usize) -> Option<CrossValidation> {
+    let n = ev.cases.len();
+    let k = folds.min(n);
+    if k < 2 {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (hash_str(&ev.cases[i].id), i));
+    let mut out = Vec::new();
+    for f in 0..k {
+        let test: Vec<usize> = order.iter().enumerate().filter(|(r, _)| r % k == f).map(|(_, &i)| i).collect();
+        let mut train: Vec<usize> = order.iter().enumerate().filter(|(r, _)| r % k != f).map(|(_, &i)| i).collect();
+        train.sort_unstable();
+        let values = ev.fit(&train, max_iter);
+        out.push(Fold {
+            held_out: test.iter().map(|&i| ev.cases[i].id.clone()).collect(),
+            train: ev.errors(&values, &train),
+            validation: ev.errors(&values, &test),
+            values,
+        });
+    }
+    let m = |g: &dyn Fn(&Fold) -> f64| out.iter().map(g).sum::<f64>() / out.len() as f64;
+    Some(CrossValidation {
+        k,
+        train_mape: m(&|f| f.train.mape),
+        train_wlog: m(&|f| f.train.wlog),
+        validation_mape: m(&|f| f.validation.mape),
+        validation_wlog: m(&|f| f.validation.wlog),
+        folds: out,
+    })
+}
+
+fn bound(v: f64) -> String {
+    if v.fract() == 0.0 { format!("{v:.0}") } else { num(v) }
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.2}%", 100.0 * v)
+}
+
+impl Calibration {
+    fn param_rows(&self) -> Vec<[String; 5]> {
+        self.params
+            .iter()
+            .zip(&self.fitted)
+            .map(|(p, v)| {
+                [
+                    p.key.clone(),
+                    p.show(p.preset_value),
+                    p.show(*v),
+                    format!("[{}, {}]", bound(p.lo), bound(p.hi)),
+                    p.bounds_from.clone(),
+                ]
+            })
+            .collect()
+    }
+
+    fn error_rows(&self) -> Vec<[String; 3]> {
+        let mut rows = vec![
+            ["before (preset), all cases".to_string(), pct(self.before.mape), format!("{:.4}", self.before.wlog)],
+            ["after (final fit), all cases".to_string(), pct(self.after.mape), format!("{:.4}", self.after.wlog)],
+        ];
+        if let Some(cv) = &self.cv {
+            rows.push([format!("{}-fold CV training", cv.k), pct(cv.train_mape), format!("{:.4}", cv.train_wlog)]);
+            rows.push([
+                format!("{}-fold CV validation", cv.k),
+                pct(cv.validation_mape),
+                format!("{:.4}", cv.validation_wlog),
+            ]);
+        }
+        rows
+    }
+
+    /// Plain-text tables for the terminal.
+    pub fn text(&self) -> String {
+        let mut s = format!("calibration of {} on {} case(s)\n\n", self.preset, self.cases.len());
+        s += &format!("{:<28} {:>14} {:>14} {:>20}  bounds from\n", "parameter", "preset", "fitted", "bounds");
+        for r in self.param_rows() {
+            s += &format!("{:<28} {:>14} {:>14} {:>20}  {}\n", r[0], r[1], r[2], r[3], r[4]);
+        }
+        s += &format!("\n{:<32} {:>8} {:>22}\n", "errors", "MAPE", "weighted |ln(sim/meas)|");
+        for r in self.error_rows() {
+            s += &format!("{:<32} {:>8} {:>22}\n", r[0], r[1], r[2]);
+        }
+        if self.cv.is_none() {
+            s += "(no cross-validation: fewer than 2 cases or folds)\n";
+        }
+        s += &format!("\n{:<32} {:>10} {:>10} {:>10}\n", "case", "measured", "before", "after");
+        for c in &self.cases {
+            let o = |v: Option<f64>| v.map_or("failed".into(), num);
+            s += &format!("{:<32} {:>10} {:>10} {:>10}\n", c.id, num(c.measured), o(c.before), o(c.after));
+        }
+        for (id, why) in &self.skipped {
+            s += &format!("skipped {id}: {why}\n");
+        }
+        s += &format!("\n{} simulation(s)\n", self.simulations);
+        s
+    }
+
+    /// calibration.md.
+    pub fn markdown(&self) -> String {
+        let mut s = format!("# Calibration of `{}`\n\n", self.preset);
+        s += &format!(
+            "Data: {}. {} case(s) used, {} skipped. Objective: trust-weighted mean |ln(sim/measured)|, \
+             Nelder–Mead. Preset config hash {}.\n\n",
+            self.data_files.join(", "),
+            self.cases.len(),
+            self.skipped.len(),
+            self.preset_hash
+        );
+        s += "## Parameters\n\n| parameter | preset | fitted | bounds | bounds from |\n|---|---|---|---|---|\n";
+        for r in self.param_rows() {
+            s += &format!("| {} |\n", r.join(" | "));
+        }
+        s += "\n## Errors\n\n| | MAPE | weighted \\|ln(sim/meas)\\| |\n|---|---|---|\n";
+        for r in self.error_rows() {
+            s += &format!("| {} |\n", r.join(" | "));
+        }
+        if let Some(cv) = &self.cv {
+            s +=
+                "\n## Folds\n\n| fold | held out | fitted | training MAPE | validation MAPE |\n|---|---|---|---|---|\n";
+            for (i, f) in cv.folds.iter().enumerate() {
+                let vals: Vec<String> = self.params.iter().zip(&f.values).map(|(p, v)| p.show(*v)).collect();
+                s += &format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    i + 1,
+                    f.held_out.join(", "),
+                    vals.join(", "),
+                    pct(f.train.mape),
+                    pct(f.validation.mape)
+                );
+            }
+        }
+        s += "\n## Cases\n\n| case | kind | measured | before | after |\n|---|---|---|---|---|\n";
+        for c in &self.cases {
+            let o = |v: Option<f64>| v.map_or("failed".into(), num);
+            s += &format!("| {} | {} | {} | {} | {} |\n", c.id, c.kind, num(c.measured), o(c.before), o(c.after));
+        }
+        if !self.skipped.is_empty() {
+            s += "\n## Skipped\n\n| case | reason |\n|---|---|\n";
+            for (id, why) in &self.skipped {
+                s += &format!("| {id} | {} |\n", why.replace('|', "\\|"));
+            }
+        }
+        s
+    }
+
+    /// The calibrated config: inherits the preset, sets the fitted parameters, each with its
+    /// provenance (no date, so the file is reproducible).
+    pub fn config_toml(&self) -> String {
+        let ids: Vec<&str> = self.cases.iter().map(|c| c.id.as_str()).collect();
+        let cv = match &self.cv {
+            Some(cv) => format!("{}-fold CV validation MAPE {}", cv.k, pct(cv.validation_mape)),
+            None => "no CV".into(),
+        };
+        let mut s = format!(
+            "# Calibrated by `gpusim calibrate` from preset {} (config hash {}).\n\
+             # Data: {}.\n# Cases ({}): {}.\n\
+             # Objective: trust-weighted mean |ln(sim/measured)|: {:.4} before, {:.4} after; MAPE {} -> {}; {}.\n",
+            self.preset,
+            self.preset_hash,
+            self.data_files.join(", "),
+            ids.len(),
+            ids.join(", "),
+            self.before.wlog,
+            self.after.wlog,
+            pct(self.before.mape),
+            pct(self.after.mape),
+            cv,
+        );
+        s += &format!(
+            "inherits = {}\nname = {}\n",
+            toml::Value::String(self.preset.clone()),
+            toml::Value::String(format!("{}-calibrated", self.preset))
+        );
+        let mut section = String::new();
+        for (p, v) in self.params.iter().zip(&self.fitted) {
+            let (table, leaf) = p.key.rsplit_once('.').unwrap_or(("", &p.key));
+            if table != section {
+                s += &format!("\n[{table}]\n");
+                section = table.to_string();
+            }
+            s += &format!(
+                "{leaf} = {} # fitted (preset {}, bounds [{}, {}]) on {} case(s) of {}; {}\n",
+                p.toml_value(*v),
+                p.show(p.preset_value),
+                bound(p.lo),
+                bound(p.hi),
+                ids.len(),
+                self.data_files.join(", "),
+                cv
+            );
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(preset: &str) -> toml::Table {
+        toml::from_str(&to_toml(&load_preset(preset).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn params_get_kinds_values_and_bounds() {
+        let b = base("h800-pcie");
+        let keys: Vec<String> = ["l2.hit_latency", "hbm.latency", "sm.lsu_queue_depth", "sim.kernel_launch_latency"]
+            .map(String::from)
+            .into();
+        let p = resolve_params(&b, &keys, false).unwrap();
+        assert_eq!((p[0].kind.clone(), p[0].preset_value, p[0].lo, p[0].hi), (ValueKind::Cycles, 264.0, 1.0, 1056.0));
+        assert_eq!((p[1].kind.clone(), p[1].preset_value), (ValueKind::Nanos, 219.0));
+        assert_eq!((p[2].kind.clone(), p[2].lo), (ValueKind::Int, 1.0));
+        assert_eq!((p[3].preset_value, p[3].hi), (0.0, 20000.0));
+        assert_eq!(p[1].show(219.5), "219.5 ns");
+        let arch = apply_values("h800-pcie", &b, &p, &[300.0, 250.5, 12.0, 1000.0]).unwrap();
+        assert_eq!(arch.name, load_preset("h800-pcie").unwrap().name);
+        for k in ["sm.count", "clocks.sm", "hbm.bandwidth", "l2.size", "tensor.flops_per_clk_per_sm.fp8"] {
+            let e = resolve_params(&b, &[k.to_string()], false).unwrap_err();
+            assert!(e.message.contains("datasheet"), "{k}: {e}");
+        }
+        assert!(resolve_params(&b, &["l2.hit_latancy".into()], false).is_err());
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("≥ 1 cycle"), (Some(1.0), None));
+        assert_eq!(parse_range("1 ..= 255"), (Some(1.0), Some(255.0)));
+        assert_eq!(parse_range("> 0"), (Some(0.0), None));
+    }
+}
