@@ -247,7 +247,11 @@ pub(crate) fn generate(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Resul
     for lin in 0..grid.count() {
         let c = grid.unlinear(lin);
         let (x, y, z) = (c.x as u64, c.y as u64, c.z as u64);
-        let counts = (count(z, pl.gz, pl.g.z), count(y, pl.gy, pl.g.tn), count(x, pl.gx, pl.g.tm));
+        // CTAs of a multicast cluster run the same number of tiles: a peer whose tile falls
+        // outside the matrix still loads (TMA fills out-of-bounds boxes) and multicasts its
+        // slice, or the others' barriers would never get their bytes. Rank 0 has the most.
+        let (cx, cy) = if pl.multicast { (x - x % pl.cm, y - y % pl.cn) } else { (x, y) };
+        let counts = (count(z, pl.gz, pl.g.z), count(cy, pl.gy, pl.g.tn), count(cx, pl.gx, pl.g.tm));
         let ranks = if pl.multicast { (x % pl.cm, y % pl.cn) } else { (0, 0) };
         let pidx = *producers.entry((counts, ranks.0, ranks.1)).or_insert_with(|| {
             programs.push(producer(&pl, &mut ops, counts, ranks.0, ranks.1));
