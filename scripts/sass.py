@@ -8,7 +8,7 @@ Needs no CUDA toolkit and no GPU: only the PyPI wheels `nvidia-cuda-nvrtc` and
     python3 -m pip install --target "$DIR/nvdisasm" nvidia-cuda-nvdisasm==13.5.37
     python3 scripts/sass.py --cache "$DIR" --arch sm_90a workloads/cuda/gemm_wgmma_sm90a.cu -o out.sass
 
-(.ci/run does exactly that, with DIR=${GPUSIM_WHEEL_CACHE:-$HOME/.cache/gpusim-wheels}.)
+(scripts/test.sh does exactly that, with DIR=${GPUSIM_WHEEL_CACHE:-$HOME/.cache/gpusim-wheels}.)
 `--cache` defaults to $GPUSIM_WHEEL_CACHE. The wheels are searched anywhere under the cache
 folder, so one `--target` folder for both, or one per package, both work.
 
@@ -62,7 +62,7 @@ def find_tools(cache):
             f"Install them with:\n"
             f"  python3 -m pip install --target {cache}/nvrtc nvidia-cuda-nvrtc==13.5.37\n"
             f"  python3 -m pip install --target {cache}/nvdisasm nvidia-cuda-nvdisasm==13.5.37\n"
-            f"(.ci/run does this into ${{GPUSIM_WHEEL_CACHE:-$HOME/.cache/gpusim-wheels}}).",
+            f"(scripts/test.sh does this into ${{GPUSIM_WHEEL_CACHE:-$HOME/.cache/gpusim-wheels}}).",
         )
     # pip --target does not always keep the executable bit.
     mode = os.stat(disasm).st_mode
@@ -165,7 +165,7 @@ def main():
 
     if not args.cache:
         die(2, "no wheel cache: pass --cache DIR or set GPUSIM_WHEEL_CACHE "
-               "(.ci/run installs the wheels into ${GPUSIM_WHEEL_CACHE:-$HOME/.cache/gpusim-wheels})")
+               "(scripts/test.sh installs the wheels into ${GPUSIM_WHEEL_CACHE:-$HOME/.cache/gpusim-wheels})")
     if not args.arch.startswith("sm_"):
         die(2, f"--arch {args.arch}: a cubin needs a real architecture such as sm_80 or sm_90a")
     if not os.path.isfile(args.source):

@@ -9,7 +9,7 @@
 //! one CTA.
 //!
 //! The wheels live in `$GPUSIM_WHEEL_CACHE` (default `$HOME/.cache/gpusim-wheels`), where
-//! `.ci/run` installs them. Without them these tests fail with a message that says how to
+//! `scripts/test.sh` (the README's test command, which CI runs) installs them. Without them these tests fail with a message that says how to
 //! install them: they never skip.
 //!
 //! ## How a k-iteration is counted
@@ -99,13 +99,13 @@ fn compile(name: &str, arch: &str) -> String {
     match out.status.code() {
         Some(0) => String::from_utf8(out.stdout).expect("SASS is UTF-8"),
         Some(2) if from_env => panic!(
-            "\n{stderr}\nGPUSIM_WHEEL_CACHE={} does not hold the CUDA wheels: the step of .ci/run that installs \
+            "\n{stderr}\nGPUSIM_WHEEL_CACHE={} does not hold the CUDA wheels: the step of scripts/test.sh that installs \
              them failed or was skipped. This test does not skip without them.\n",
             cache.display()
         ),
         Some(2) => panic!(
             "\n{stderr}\nGPUSIM_WHEEL_CACHE is unset and the default cache {} does not hold the CUDA wheels. \
-             Install them (about 150 MB, a few seconds) with the `CUDA wheels` step of .ci/run, or:\n  \
+             Install them (about 150 MB, a few seconds) with `bash scripts/test.sh` (its `CUDA wheels` step), or:\n  \
              python3 -m pip install --target {0}/nvrtc nvidia-cuda-nvrtc==13.5.37\n  \
              python3 -m pip install --target {0}/nvdisasm nvidia-cuda-nvdisasm==13.5.37\n\
              This test does not skip without them.\n",
