@@ -16,7 +16,8 @@ fn compute_kernel(ctas: u32, warps: u32, n: u32) -> KernelTrace {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    // A fixed seed keeps CI reproducible (each case is a simulation); change it to explore.
+    #![proptest_config(ProptestConfig { cases: 12, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5EED), ..ProptestConfig::default() })]
 
     #[test]
     fn doubling_sms_halves_a_compute_bound_kernel(waves in 4u32..8, warps in 1u32..5, n in 50u32..150) {

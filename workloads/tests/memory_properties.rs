@@ -145,7 +145,8 @@ fn l2_hit_rate(r: &Report) -> f64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+    // A fixed seed keeps CI reproducible (each case is a simulation); change it to explore.
+    #![proptest_config(ProptestConfig { cases: 8, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5EED), ..ProptestConfig::default() })]
 
     #[test]
     fn more_hbm_bandwidth_never_slows_a_kernel(footprint_mib in 1u64..24, passes in 1u32..3, scale in 1.1f64..3.0) {
