@@ -2,17 +2,6 @@
 //! bit per sector, and the cycle each line's fill completes (so a hit on a line still being
 //! filled waits for the fill, which is how MSHR merging shows up in a timestamp model).
 
-/// Where a looked-up sector stands.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Probe {
-    /// Present; usable from the given cycle.
-    Hit(u64),
-    /// The line is present but not this sector.
-    SectorMiss,
-    /// The line is absent.
-    LineMiss,
-}
-
 /// A line evicted to make room.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Victim {
@@ -70,19 +59,6 @@ impl SectorCache {
     fn find(&self, line: u64) -> Option<usize> {
         let base = self.set_of(line);
         (base..base + self.assoc).find(|&i| self.tags[i] == line)
-    }
-
-    /// Looks up sector `sector` (index within the line) and refreshes the line's LRU position.
-    #[inline]
-    pub fn probe(&mut self, line: u64, sector: u32) -> Probe {
-        match self.find(line) {
-            Some(i) => {
-                self.tick += 1;
-                self.lru[i] = self.tick;
-                if self.valid[i] & (1 << sector) != 0 { Probe::Hit(self.ready[i]) } else { Probe::SectorMiss }
-            }
-            None => Probe::LineMiss,
-        }
     }
 
     /// Looks up a line once: its valid sectors and fill-ready cycle, refreshing its LRU
@@ -181,12 +157,12 @@ mod tests {
     #[test]
     fn hits_after_fill_and_evicts_lru() {
         let mut c = SectorCache::new(4, 2, false); // 2 sets × 2 ways
-        assert_eq!(c.probe(0, 0), Probe::LineMiss);
+        assert_eq!(c.lookup(0), None);
         assert!(c.fill(0, 0b1, 10, false).is_none());
-        assert_eq!(c.probe(0, 0), Probe::Hit(10));
-        assert_eq!(c.probe(0, 1), Probe::SectorMiss);
+        // Present with sector 0 valid (sector 1 not), ready at cycle 10.
+        assert_eq!(c.lookup(0), Some((0b1, 10)));
         c.fill(2, 0b1, 0, true); // same set (even lines)
-        c.probe(0, 0); // 0 is now most recent
+        c.lookup(0); // 0 is now most recent
         let v = c.fill(4, 0b1, 0, false).unwrap();
         assert_eq!(v, Victim { line: 2, valid_sectors: 1, dirty_sectors: 1 });
         assert!(c.contains(0) && c.contains(4) && !c.contains(2));
@@ -198,7 +174,7 @@ mod tests {
         let mut misses = 0;
         for pass in 0..3 {
             for line in 0..80u64 {
-                if c.probe(line, 0) != Probe::Hit(0) {
+                if c.lookup(line).is_none_or(|(valid, _)| valid & 1 == 0) {
                     if pass > 0 {
                         misses += 1;
                     }
