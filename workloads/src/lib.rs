@@ -26,4 +26,5 @@
 //!   on what it rejects, [`ubench::by_name`] returns the message.
 
 pub mod gemm;
+mod operands;
 pub mod ubench;

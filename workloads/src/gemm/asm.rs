@@ -3,37 +3,9 @@
 //! programs in the canonical form of the text format (a lane stride equal to the opcode's width
 //! is the default; identical lane-offset lists are stored once).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use gpusim_isa::{AddrExpr, Inst, Lanes, OpTable, Program, ProgramBuilder, RegRange, Var};
 
-use gpusim_isa::{
-    AddrExpr, CtaLayout, Inst, KernelInfo, KernelTrace, Lanes, OpTable, Program, ProgramBuilder, Reg, RegRange, Var,
-};
-
-/// `Rn`.
-pub(crate) const fn r(n: u8) -> RegRange {
-    RegRange::one(Reg::r(n))
-}
-
-/// `Rn` .. `Rn+count-1`.
-pub(crate) const fn rr(n: u8, count: u8) -> RegRange {
-    RegRange::new(Reg::r(n), count)
-}
-
-/// `Pn`.
-pub(crate) const fn p(n: u8) -> RegRange {
-    RegRange::one(Reg::p(n))
-}
-
-/// `URn` .. `URn+count-1`.
-pub(crate) const fn urr(n: u8, count: u8) -> RegRange {
-    RegRange::new(Reg::ur(n), count)
-}
-
-/// `SBn`.
-pub(crate) const fn sb(n: u8) -> RegRange {
-    RegRange::one(Reg::sb(n))
-}
+pub(crate) use crate::operands::{p, r, rr, sb, urr};
 
 /// An affine address under construction: `base + Σ coef · var`, built from terms in any order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -209,23 +181,7 @@ impl<'a> Code<'a> {
     }
 }
 
-/// Assembles a kernel and checks it.
-pub(crate) fn kernel(
-    info: KernelInfo,
-    ops: OpTable,
-    programs: Vec<Program>,
-    default: Vec<u32>,
-    overrides: BTreeMap<u64, Vec<u32>>,
-) -> Result<KernelTrace, String> {
-    let k = KernelTrace {
-        info,
-        ops,
-        programs: programs.into_iter().map(Arc::new).collect(),
-        layout: CtaLayout { default, overrides },
-    };
-    k.check().map_err(|e| format!("generated kernel `{}` is malformed: {e}", k.info.name))?;
-    Ok(k)
-}
+pub(crate) use crate::operands::assemble as kernel;
 
 /// Lane offsets of a warp copying rows of `row_bytes` bytes (a power of two from 16 to 512) in
 /// 16-byte chunks: lane `l` takes chunk `l % cpr` of row `l / cpr`, rows `pitch` bytes apart.

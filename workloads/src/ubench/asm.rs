@@ -3,36 +3,10 @@
 //! stride so that programs stay in the canonical form of the text format.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use gpusim_isa::{
-    AddrExpr, CtaLayout, Dim3, Inst, KernelInfo, KernelTrace, Lanes, OpTable, Program, ProgramBuilder, Reg, RegRange,
-};
+use gpusim_isa::{AddrExpr, Dim3, Inst, KernelInfo, KernelTrace, Lanes, OpTable, Program, ProgramBuilder, RegRange};
 
-/// `Rn`.
-pub(crate) const fn r(n: u8) -> RegRange {
-    RegRange::one(Reg::r(n))
-}
-
-/// `Rn` .. `Rn+count-1` (a 64- or 128-bit operand).
-pub(crate) const fn rr(n: u8, count: u8) -> RegRange {
-    RegRange::new(Reg::r(n), count)
-}
-
-/// `Pn`.
-pub(crate) const fn p(n: u8) -> RegRange {
-    RegRange::one(Reg::p(n))
-}
-
-/// `URn`.
-pub(crate) const fn ur(n: u8) -> RegRange {
-    RegRange::one(Reg::ur(n))
-}
-
-/// `SBn` (dependency-barrier slot).
-pub(crate) const fn sb(n: u8) -> RegRange {
-    RegRange::one(Reg::sb(n))
-}
+pub(crate) use crate::operands::{p, r, rr, sb, ur};
 
 /// Builds one warp program of a kernel.
 pub(crate) struct Code<'a> {
@@ -136,7 +110,7 @@ impl<'a> Code<'a> {
     }
 }
 
-/// Assembles a kernel and checks it.
+/// Assembles a kernel and checks it; a malformed kernel is a bug in its generator.
 pub(crate) fn kernel(
     info: KernelInfo,
     ops: OpTable,
@@ -144,16 +118,7 @@ pub(crate) fn kernel(
     default: Vec<u32>,
     overrides: BTreeMap<u64, Vec<u32>>,
 ) -> KernelTrace {
-    let k = KernelTrace {
-        info,
-        ops,
-        programs: programs.into_iter().map(Arc::new).collect(),
-        layout: CtaLayout { default, overrides },
-    };
-    if let Err(e) = k.check() {
-        panic!("generated kernel `{}` is malformed: {e}", k.info.name);
-    }
-    k
+    crate::operands::assemble(info, ops, programs, default, overrides).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Kernel information with the fields the generators set.
