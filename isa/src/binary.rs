@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::Path;
 
-use crate::error::{Location, TraceError, TraceErrorKind};
+use crate::error::TraceError;
 use crate::kernel::Trace;
 use crate::source::{KernelSource, TraceSource};
 use crate::text::stream;
@@ -41,14 +41,10 @@ impl<R: Read> BinaryReader<R> {
 }
 
 impl BinaryReader<BufReader<File>> {
-    /// Opens a file. Errors are [`TraceErrorKind::Io`].
+    /// Opens a file. Errors are [`crate::TraceErrorKind::Io`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TraceError> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let f = File::open(path).map_err(|e| {
-            TraceError::new(TraceErrorKind::Io, Location { file: name.clone(), line: 0, col: 0 }, e.to_string())
-        })?;
-        Ok(BinaryReader::from_reader(name, BufReader::new(f)))
+        let (name, reader) = crate::error::open_trace_file(path.as_ref())?;
+        Ok(BinaryReader::from_reader(name, reader))
     }
 }
 

@@ -57,3 +57,19 @@ impl fmt::Display for TraceError {
 }
 
 impl std::error::Error for TraceError {}
+
+/// Opens a trace file for buffered reading; a failure is a [`TraceErrorKind::Io`] error that
+/// names the file. Returns the name used in error locations and the reader.
+pub(crate) fn open_trace_file(
+    path: &std::path::Path,
+) -> Result<(String, std::io::BufReader<std::fs::File>), TraceError> {
+    let name = path.display().to_string();
+    match std::fs::File::open(path) {
+        Ok(f) => Ok((name, std::io::BufReader::with_capacity(1 << 16, f))),
+        Err(e) => Err(TraceError::new(
+            TraceErrorKind::Io,
+            Location { file: name.clone(), line: 0, col: 0 },
+            format!("cannot open `{name}`: {e}"),
+        )),
+    }
+}
