@@ -33,7 +33,7 @@ fn time(us: f64) -> String {
     if us >= 1000.0 { format!("{:.3} ms", us / 1000.0) } else { format!("{us:.3} us") }
 }
 
-fn kernel(out: &mut String, k: &KernelReport) {
+fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64) {
     let g = k.grid;
     let b = k.block;
     let _ = writeln!(
@@ -51,9 +51,11 @@ fn kernel(out: &mut String, k: &KernelReport) {
     );
     let _ = writeln!(
         out,
-        "  time         {}  ({} cycles, from cycle {})",
+        "  time         {}  ({} cycles at {:.0} MHz{}, from cycle {})",
         time(k.time_us),
         thousands(k.cycles),
+        k.clock_mhz,
+        if k.clock_mhz < sm_clock_mhz { ", power-limited under tensor load" } else { "" },
         thousands(k.start_cycle)
     );
     let _ = writeln!(out, "  warp insts   {}  (IPC {:.2} per active SM)", thousands(k.warp_instructions), k.ipc);
@@ -113,7 +115,7 @@ pub fn report(r: &Report, source: &str) -> String {
     let _ = writeln!(out, "trace: {source}");
     for k in &r.kernels {
         out.push('\n');
-        kernel(&mut out, k);
+        kernel(&mut out, k, r.sm_clock_mhz);
     }
     let _ = writeln!(
         out,

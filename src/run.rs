@@ -38,7 +38,7 @@ pub fn load_arch(name: &str, clock_mhz: Option<f64>) -> CliResult<Arch> {
         if !(mhz.is_finite() && mhz > 0.0 && mhz < 100_000.0) {
             return Err(CliError::input(format!("--clock-mhz: `{mhz}` is not a plausible clock (0 < MHz < 100000)")));
         }
-        arch.clocks.sm = Hertz((mhz * 1e6).round() as u64);
+        arch.clocks.lock_sm(Hertz((mhz * 1e6).round() as u64));
         gpusim_configs::validate(&arch).map_err(|e| CliError::input(format!("--clock-mhz {mhz}: {e}")))?;
     }
     Ok(arch)

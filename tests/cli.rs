@@ -126,12 +126,15 @@ fn bad_clock_is_rejected() {
 
 #[test]
 fn clock_override_scales_time() {
+    // Without the fixed per-kernel launch time (a time, not cycles), the whole run is SM work.
+    let arch = std::env::temp_dir().join(format!("gpusim-clock-{}.toml", std::process::id()));
+    std::fs::write(&arch, "inherits = \"h100-sxm5-80gb\"\n[sim]\nkernel_launch_latency = \"0 us\"\n").unwrap();
     let run = |mhz: &str| {
         let json = std::env::temp_dir().join(format!("gpusim-clock-{mhz}.json"));
         let o = gpusim(&[
             "run",
             "--arch",
-            "h100-sxm5-80gb",
+            arch.to_str().unwrap(),
             "--clock-mhz",
             mhz,
             "-q",

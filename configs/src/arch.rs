@@ -42,6 +42,31 @@ pub struct Clocks {
     pub sm: Hertz,
     /// Memory (HBM) clock; `hbm` timings are in this domain.
     pub memory: Hertz,
+    /// SM clock under full tensor load (power-limited); `Hertz(0)` means no power limit. Use
+    /// [`Clocks::effective_sm`] rather than reading it directly.
+    pub sm_tensor_load: Hertz,
+}
+
+impl Clocks {
+    /// Locks the SM clock at `hz` (as `nvidia-smi -lgc` does, or as a measurement that states its
+    /// clock implies): every kernel runs at it, whatever its tensor load.
+    pub fn lock_sm(&mut self, hz: Hertz) {
+        self.sm = hz;
+        self.sm_tensor_load = Hertz(0);
+    }
+
+    /// The SM clock of a kernel whose tensor pipes are busy `tensor_utilization` (0..=1) of its
+    /// cycles: linear between `sm` (idle) and `sm_tensor_load` (saturated). A first-order model
+    /// of a power-capped part: dynamic power grows with tensor activity, and the governor trades
+    /// clock for it so that a saturated part sits at the clock its tensor peak is quoted at.
+    pub fn effective_sm(&self, tensor_utilization: f64) -> Hertz {
+        if self.sm_tensor_load.0 == 0 || self.sm_tensor_load.0 >= self.sm.0 {
+            return self.sm;
+        }
+        let u = if tensor_utilization.is_finite() { tensor_utilization.clamp(0.0, 1.0) } else { 0.0 };
+        let drop = (self.sm.0 - self.sm_tensor_load.0) as f64 * u;
+        Hertz(self.sm.0 - drop.round() as u64)
+    }
 }
 
 /// Streaming multiprocessor resources and occupancy limits.
@@ -197,5 +222,5 @@ pub struct SimParams {
     /// Time between one kernel finishing and a dependent kernel starting.
     pub kernel_launch_overhead: Cycles,
     /// Time from a kernel's launch until its first CTA starts, part of the kernel's time.
-    pub kernel_launch_latency: Cycles,
+    pub kernel_launch_latency: Picos,
 }

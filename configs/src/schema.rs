@@ -29,6 +29,12 @@ section! {
         sm: Opt<Hertz>, "Hz", min Hertz(1);
         /// Memory (HBM) interface clock (not the data rate, which is twice this).
         memory: Opt<Hertz>, "Hz", min Hertz(1);
+        /// SM clock the part sustains while its tensor cores are busy every cycle: the power
+        /// limit's clock, the one vendors quote tensor peaks at. A kernel runs at a clock between
+        /// `sm` (tensor pipes idle) and this one (tensor pipes saturated), linear in its tensor-pipe
+        /// utilisation; its cycles convert to time at that clock. 0 (default): no power limit, every
+        /// kernel runs at `sm`.
+        sm_tensor_load: Opt<Hertz>, "Hz", default Hertz(0);
     }
 }
 
@@ -222,10 +228,12 @@ section! {
         /// Time between one kernel finishing and a dependent kernel starting. Default 2000 cycles
         /// (about 1 µs at 2 GHz) is an estimate of back-to-back launch gaps on one stream.
         kernel_launch_overhead: Opt<Cycles>, "cycles", default Cycles(2000);
-        /// Time from a kernel's launch until its first CTA starts, counted in the kernel's
-        /// time (what CUDA-event and profiler timings of one kernel include: grid setup,
-        /// parameter and descriptor fetch). Default 0: a parameter for `gpusim calibrate`.
-        kernel_launch_latency: Opt<Cycles>, "cycles", default Cycles(0);
+        /// Fixed time a kernel costs beyond its CTAs' work: from its launch until its first CTA
+        /// starts, counted in the kernel's time, as profiler (CUPTI) and CUDA-event timings of one
+        /// kernel count it (grid set-up, parameter and descriptor fetch, cold instruction caches,
+        /// the final memory flush). Default 0; presets give an estimate and `gpusim calibrate`
+        /// fits it.
+        kernel_launch_latency: Opt<Picos>, "time", default Picos(0), max Picos(100_000_000);
     }
 }
 

@@ -35,6 +35,12 @@ fn chip(a: &Arch) -> Result<(), ConfigError> {
     })?;
     rule(a.clocks.sm.0 > 0, &["clocks.sm"], || "the SM clock must be > 0".into())?;
     rule(a.clocks.memory.0 > 0, &["clocks.memory"], || "the memory clock must be > 0".into())?;
+    rule(a.clocks.sm_tensor_load.0 <= a.clocks.sm.0, &["clocks.sm_tensor_load", "clocks.sm"], || {
+        format!(
+            "the clock under tensor load ({}) must not exceed the SM clock ({})",
+            a.clocks.sm_tensor_load, a.clocks.sm
+        )
+    })?;
     rule(a.sim.watchdog_cycles.0 >= 1, &["sim.watchdog_cycles"], || "the watchdog needs at least 1 cycle".into())
 }
 

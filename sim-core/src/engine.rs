@@ -47,6 +47,8 @@ struct Engine<'a> {
     cluster_buf: BTreeMap<u64, Vec<CtaTrace>>,
     /// Where each resident cluster's CTAs are: (kernel, cluster) → (rank, SM, CTA slot).
     clusters: BTreeMap<ClusterKey, Vec<ClusterMember>>,
+    /// `sim.kernel_launch_latency` in SM cycles.
+    launch_latency_cycles: u64,
 }
 
 /// Runs every kernel of `source` on `arch`.
@@ -80,6 +82,7 @@ impl<'a> Engine<'a> {
             next_gpc: 0,
             cluster_buf: BTreeMap::new(),
             clusters: BTreeMap::new(),
+            launch_latency_cycles: arch.sim.kernel_launch_latency.to_cycles(arch.clocks.sm).0,
         })
     }
 
@@ -131,7 +134,7 @@ impl<'a> Engine<'a> {
             };
             let launched = at.max(self.now);
             self.kernels[idx].launched_at = launched;
-            self.kernels[idx].launchable_at = Some(launched + self.arch.sim.kernel_launch_latency.0);
+            self.kernels[idx].launchable_at = Some(launched + self.launch_latency_cycles);
         }
     }
 

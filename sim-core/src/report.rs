@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use gpusim_configs::Arch;
+use gpusim_configs::{Arch, Hertz};
 use gpusim_isa::UnitClass;
 use serde::Serialize;
 
@@ -21,7 +21,8 @@ pub struct Report {
     pub schema_version: u32,
     pub arch: String,
     pub memory_model: String,
-    /// SM clock the cycles convert at.
+    /// The configured SM clock (`clocks.sm`); a kernel under tensor load may run below it
+    /// ([`KernelReport::clock_mhz`]).
     pub sm_clock_mhz: f64,
     /// From the first kernel's start to the last kernel's end, in SM cycles.
     pub total_cycles: u64,
@@ -45,7 +46,11 @@ pub struct KernelReport {
     pub start_cycle: u64,
     pub end_cycle: u64,
     pub cycles: u64,
+    /// `cycles` at `clock_mhz`.
     pub time_us: f64,
+    /// SM clock the kernel ran at: `clocks.sm`, lowered under tensor load when the chip has a
+    /// power-limited clock (`clocks.sm_tensor_load`; `Clocks::effective_sm`).
+    pub clock_mhz: f64,
     pub warp_instructions: u64,
     pub thread_instructions: u64,
     /// Warp instructions per cycle per SM, over the cycles an SM held a CTA of the kernel.
@@ -88,19 +93,21 @@ pub struct MemoryReport {
     pub dram_utilization_pct: f64,
 }
 
-fn us(cycles: u64, arch: &Arch) -> f64 {
-    cycles as f64 / arch.clocks.sm.0 as f64 * 1e6
+fn us(cycles: u64, clock: Hertz) -> f64 {
+    cycles as f64 / clock.0 as f64 * 1e6
 }
 
 fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
     let start = k.start.unwrap_or(0);
     let cycles = k.end.saturating_sub(start);
-    let time_us = us(cycles, arch);
     let st = &k.stats;
+    let sub_cycles = (cycles as f64) * arch.sm.count as f64 * arch.sm.sub_cores as f64;
+    let tensor_busy = st.pipe_busy[UnitClass::Tensor.index()] as f64;
+    let clock = arch.clocks.effective_sm(if sub_cycles > 0.0 { tensor_busy / sub_cycles } else { 0.0 });
+    let time_us = us(cycles, clock);
     let flops = st.cuda_core_flops + st.tensor_flops;
     let secs = time_us * 1e-6;
     let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
-    let sub_cycles = (cycles as f64) * arch.sm.count as f64 * arch.sm.sub_cores as f64;
     let pipe_utilization_pct = UnitClass::ALL
         .iter()
         .filter(|c| st.pipe_busy[c.index()] > 0)
@@ -136,6 +143,7 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
         end_cycle: k.end,
         cycles,
         time_us,
+        clock_mhz: clock.mhz(),
         warp_instructions: st.warp_insts,
         thread_instructions: st.thread_insts,
         ipc: if st.sm_active_cycles > 0 { st.warp_insts as f64 / st.sm_active_cycles as f64 } else { 0.0 },
@@ -188,7 +196,12 @@ pub(crate) fn build_report_refs(
     let first = kernels.iter().filter_map(|k| k.start).min().unwrap_or(0);
     let last = kernels.iter().map(|k| k.end).max().unwrap_or(end);
     let total_cycles = last.saturating_sub(first);
-    let time_us = us(total_cycles, arch);
+    // Cycles outside kernels (launch gaps) run at the configured clock; each kernel's own cycles
+    // at its clock. Exact for kernels that do not overlap, which is how streams are simulated
+    // unless kernels are independent.
+    let at_base = us(total_cycles, arch.clocks.sm);
+    let slower: f64 = ks.iter().map(|k| k.time_us - us(k.cycles, arch.clocks.sm)).sum();
+    let time_us = at_base + slower;
     let flops: u64 = ks.iter().map(|k| k.flops).sum();
     Report {
         schema_version: REPORT_SCHEMA_VERSION,

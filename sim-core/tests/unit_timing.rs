@@ -274,7 +274,8 @@ fn multicast_copies_complete_on_every_cta_of_the_cluster() {
 fn launch_latency_is_part_of_each_kernels_time() {
     let time = |latency: u64| {
         let mut a = arch(1);
-        a.sim.kernel_launch_latency = gpusim_configs::Cycles(latency);
+        // 1 GHz: one cycle per nanosecond.
+        a.sim.kernel_launch_latency = gpusim_configs::Picos(latency * 1000);
         let mut kernels = Vec::new();
         for id in 0..2 {
             let mut kb = KB::new("k", 1, 32);

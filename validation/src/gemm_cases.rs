@@ -128,6 +128,9 @@ pub struct GemmRun {
     pub tflops: f64,
     /// Simulated time, all kernels (first start to last end), µs.
     pub time_us: f64,
+    /// The SM clock the simulated cycles ran at on average (total cycles over time): below the
+    /// configured clock when the chip's clock drops under tensor load (`clocks.sm_tensor_load`).
+    pub clock_mhz: f64,
     pub warp_instructions: u64,
     pub kernels: usize,
     /// The recipe (its `Display` form: style and every parameter).
@@ -162,6 +165,7 @@ pub fn run_gemm(arch: &Arch, shape: &GemmShape) -> Result<GemmRun, String> {
     Ok(GemmRun {
         tflops: shape.flops() / (report.time_us * 1e-6) / 1e12,
         time_us: report.time_us,
+        clock_mhz: report.total_cycles as f64 / report.time_us,
         warp_instructions: report.warp_instructions,
         kernels,
         recipe_hash: hash_str(&recipe_text),

@@ -26,7 +26,7 @@ pub fn arch(sms: u32) -> Arch {
         name: "test-chip".into(),
         description: "synthetic".into(),
         compute_capability: 90,
-        clocks: Clocks { sm: Hertz(1_000_000_000), memory: Hertz(1_000_000_000) },
+        clocks: Clocks { sm: Hertz(1_000_000_000), memory: Hertz(1_000_000_000), sm_tensor_load: Hertz(0) },
         sm: Sm {
             count: sms,
             gpcs: 1,
@@ -92,7 +92,7 @@ pub fn arch(sms: u32) -> Arch {
         sim: SimParams {
             watchdog_cycles: Cycles(100_000),
             kernel_launch_overhead: Cycles(0),
-            kernel_launch_latency: Cycles(0),
+            kernel_launch_latency: Picos(0),
         },
     }
 }

@@ -280,6 +280,8 @@ pub struct CaseRow {
     pub error: Option<f64>,
     /// |ln(simulated / published)|.
     pub abs_log_ratio: Option<f64>,
+    /// SM clock simulated: the case's or the preset's, or for a GEMM the average clock its
+    /// kernels ran at (lower under tensor load where the preset has `clocks.sm_tensor_load`).
     pub clock_simulated_mhz: Option<f64>,
     /// The case's `clock_mhz` (None: not stated).
     pub clock_measured_mhz: Option<f64>,
@@ -373,6 +375,7 @@ fn run_job(job: &Job) -> JobResult {
                     r.recipe_hash = Some(g.recipe_hash);
                     r.trace_hash = Some(g.trace_hash);
                     r.sim_time_us = Some(g.time_us);
+                    r.clock_simulated_mhz = Some(g.clock_mhz);
                     r.warp_instructions = Some(g.warp_instructions);
                     r.detail = Some(format!("{} kernel(s), {:.2} µs simulated", g.kernels, g.time_us));
                     Ok(g.tflops)
@@ -407,7 +410,7 @@ pub fn simulate_on(job: &Job, base: &gpusim_configs::Arch) -> Result<f64, String
         if !(mhz.is_finite() && mhz > 0.0) {
             return Err(format!("clock_mhz = {mhz} is not a clock"));
         }
-        arch.clocks.sm = gpusim_configs::Hertz((mhz * 1e6).round() as u64);
+        arch.clocks.lock_sm(gpusim_configs::Hertz((mhz * 1e6).round() as u64));
         gpusim_configs::validate(&arch).map_err(|e| format!("{} at {mhz} MHz: {e}", arch.name))?;
     }
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {

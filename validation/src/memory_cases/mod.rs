@@ -51,6 +51,9 @@ pub const PRESET_FOR_HARDWARE: &[(&str, &str)] = &[
     // H800 PCIe (HPMLL).
     ("H800", "h800-pcie"),
     ("H200 SXM", "h200-sxm"),
+    // The SXM5 parts, as `measurement::hardware_for` names them in measurement files.
+    ("H100 SXM", "h100-sxm5-80gb"),
+    ("H800 SXM5", "h800-sxm5"),
 ];
 
 /// The preset for a `hardware` string, if any.
@@ -208,7 +211,7 @@ pub fn arch_for(preset: &str, clock_mhz: Option<f64>) -> Result<Arch, String> {
         if !(mhz.is_finite() && mhz > 0.0) {
             return Err(format!("clock_mhz = {mhz} is not a clock"));
         }
-        arch.clocks.sm = Hertz((mhz * 1e6).round() as u64);
+        arch.clocks.lock_sm(Hertz((mhz * 1e6).round() as u64));
         validate(&arch).map_err(|e| format!("{preset} at {mhz} MHz: {e}"))?;
     }
     Ok(arch)
