@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use gpusim_validation::correlate::{ArchChoice, Correlation, Options, RunInfo, correlate, parse_kinds};
+use gpusim_reports::scatter::{self, ScatterPlot, ScatterPoint};
+use gpusim_validation::correlate::{ArchChoice, Correlation, Options, RunInfo, Status, correlate, parse_kinds};
 use gpusim_validation::reference::load_cases;
 
 use crate::error::{CliError, CliResult};
@@ -24,7 +25,8 @@ pub struct CorrelateArgs {
     /// Write everything (cases, statistics, provenance) as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Write correlation.csv and correlation.md into this directory (created if missing).
+    /// Write correlation.csv, correlation.md and the plot of simulated against published values
+    /// (scatter.svg, scatter.png) into this directory (created if missing).
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// Simulations run in parallel on this many threads (default: the number of cores). The
@@ -57,6 +59,44 @@ fn write(path: &Path, text: &str) -> CliResult {
     std::fs::write(path, text).map_err(|e| CliError::input(format!("{}: cannot write: {e}", path.display())))
 }
 
+/// The unit a case metric is shown in on the plot.
+fn metric_unit(metric: &str) -> &str {
+    match metric {
+        "gbps" => "GB/s",
+        "gibps" => "GiB/s",
+        "tflops" => "TFLOP/s",
+        "us" => "µs",
+        "flops_per_clk_per_sm" => "FLOP/clk/SM",
+        "bytes_per_clk_per_sm" => "B/clk/SM",
+        m => m,
+    }
+}
+
+/// The scatter plot of the simulated cases (published value > 0 only: the axes are
+/// logarithmic), coloured by kind; None when there is no such case.
+fn scatter_plot(c: &Correlation) -> Option<ScatterPlot> {
+    let points: Vec<ScatterPoint> = c
+        .cases
+        .iter()
+        .filter(|r| r.status == Status::Simulated && r.published.is_finite() && r.published > 0.0)
+        .filter_map(|r| {
+            Some(ScatterPoint {
+                label: r.id.clone(),
+                group: r.kind.clone(),
+                unit: metric_unit(&r.metric).to_string(),
+                measured: r.published,
+                simulated: r.simulated.filter(|s| s.is_finite() && *s > 0.0)?,
+            })
+        })
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    let mut plot = ScatterPlot::new(format!("gpusim vs published values (--arch {})", c.provenance.arch));
+    plot.points = points;
+    Some(plot)
+}
+
 fn write_reports(c: &Correlation, a: &CorrelateArgs) -> CliResult {
     if let Some(j) = &a.json {
         let text =
@@ -66,7 +106,15 @@ fn write_reports(c: &Correlation, a: &CorrelateArgs) -> CliResult {
     if let Some(dir) = &a.report {
         std::fs::create_dir_all(dir).map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
         write(&dir.join("correlation.csv"), &c.csv())?;
-        write(&dir.join("correlation.md"), &c.markdown())?;
+        let mut md = c.markdown();
+        if let Some(plot) = scatter_plot(c) {
+            let svg_path = dir.join("scatter.svg");
+            let plot_err = |e: gpusim_reports::Error| CliError::input(format!("{}: {e}", svg_path.display()));
+            write(&svg_path, &scatter::render_svg(&plot).map_err(plot_err)?)?;
+            scatter::write_png(&plot, dir.join("scatter.png")).map_err(|e| CliError::input(e.to_string()))?;
+            md += "\n### Plot\n\n![simulated vs measured](scatter.svg)\n";
+        }
+        write(&dir.join("correlation.md"), &md)?;
     }
     Ok(())
 }
