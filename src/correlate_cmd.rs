@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use gpusim_reports::scatter::{self, ScatterPlot, ScatterPoint};
 use gpusim_validation::correlate::{ArchChoice, Correlation, Options, RunInfo, Status, correlate, parse_kinds};
+use gpusim_validation::gate::Gate;
 use gpusim_validation::reference::load_cases;
 
 use crate::error::{CliError, CliResult};
@@ -12,7 +13,8 @@ use crate::error::{CliError, CliResult};
 #[derive(Args)]
 pub struct CorrelateArgs {
     /// A built-in preset: only the cases whose hardware it models are simulated (the others are
-    /// listed as skipped); `auto`: every case on the preset its hardware maps to.
+    /// listed as skipped); `auto`: every case on the preset its hardware maps to; `calibrated`:
+    /// every case on its part's calibrated preset (`<preset>-calibrated`, where one is built in).
     #[arg(long)]
     pub arch: String,
     /// Reference data (`[[case]]` TOML, schema in shared/reference/README.md); repeatable.
@@ -33,6 +35,14 @@ pub struct CorrelateArgs {
     /// results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Accuracy gate (validation/accuracy-gate.toml): after the reports are written, exit 1 if a
+    /// family's MAPE is above its limit or fewer of its cases were simulated than it requires.
+    #[arg(long)]
+    pub gate: Option<PathBuf>,
+    /// An earlier version of the gate file: exit 1 if `--gate` loosens any of its thresholds
+    /// (they may only be tightened). CI passes the previous commit's file.
+    #[arg(long, requires = "gate")]
+    pub gate_baseline: Option<PathBuf>,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -153,9 +163,36 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
             data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
         },
     };
+    // Read the gate before the (long) simulations so that a bad file fails at once.
+    let gate = a.gate.as_deref().map(Gate::load).transpose().map_err(CliError::input)?;
+    let loosened = match (&gate, &a.gate_baseline) {
+        (Some(g), Some(b)) => g.loosened_from(&Gate::load(b).map_err(CliError::input)?),
+        _ => Vec::new(),
+    };
     let c = correlate(&cases, &opts).map_err(CliError::input)?;
     if !a.quiet {
         print!("{}", c.text());
     }
-    write_reports(&c, &a)
+    write_reports(&c, &a)?;
+    let Some(gate) = gate else { return Ok(()) };
+    let results = gate.check(&c);
+    println!("\naccuracy gate {}:", a.gate.as_deref().unwrap_or(Path::new("")).display());
+    for r in &results {
+        println!("  {r}");
+    }
+    for l in &loosened {
+        println!("  loosened: {l}");
+    }
+    let failed: Vec<&str> = results.iter().filter(|r| !r.passed()).map(|r| r.family.as_str()).collect();
+    if !failed.is_empty() || !loosened.is_empty() {
+        let mut why = Vec::new();
+        if !failed.is_empty() {
+            why.push(format!("families over their limit or short of cases: {}", failed.join(", ")));
+        }
+        if !loosened.is_empty() {
+            why.push("the gate file loosens its baseline (thresholds may only be tightened)".to_string());
+        }
+        return Err(CliError { message: format!("accuracy gate failed: {}", why.join("; ")), code: 1 });
+    }
+    Ok(())
 }

@@ -233,7 +233,7 @@ section! {
         /// kernel count it (grid set-up, parameter and descriptor fetch, cold instruction caches,
         /// the final memory flush). Default 0; presets give an estimate and `gpusim calibrate`
         /// fits it.
-        kernel_launch_latency: Opt<Picos>, "time", default Picos(0), max Picos(100_000_000);
+        kernel_launch_latency: Opt<Picos>, "time", default Picos(0);
     }
 }
 

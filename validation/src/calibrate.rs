@@ -740,7 +740,8 @@ mod tests {
         assert_eq!((p[0].kind.clone(), p[0].preset_value, p[0].lo, p[0].hi), (ValueKind::Cycles, 264.0, 1.0, 1056.0));
         assert_eq!((p[1].kind.clone(), p[1].preset_value), (ValueKind::Nanos, 219.0));
         assert_eq!((p[2].kind.clone(), p[2].lo), (ValueKind::Int, 1.0));
-        assert_eq!((p[3].preset_value, p[3].hi), (0.0, 20000.0));
+        // 2 µs from the H100 preset, in ns; no schema maximum, so the upper bound is 4× that.
+        assert_eq!((p[3].kind.clone(), p[3].preset_value, p[3].hi), (ValueKind::Nanos, 2000.0, 8000.0));
         assert_eq!(p[1].show(219.5), "219.5 ns");
         let arch = apply_values("h800-pcie", &b, &p, &[300.0, 250.5, 12.0, 1000.0]).unwrap();
         assert_eq!(arch.name, load_preset("h800-pcie").unwrap().name);

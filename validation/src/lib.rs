@@ -16,6 +16,8 @@
 //! - [`calibrate`]: fitting a preset's model parameters to the cases (Nelder–Mead on the
 //!   trust-weighted |ln(sim/measured)|, k-fold cross-validated), rendered as a config that
 //!   inherits the preset (`gpusim calibrate`); [`optimize`] holds the optimiser.
+//! - [`gate`]: the accuracy gate CI applies to a correlation (per-family MAPE limits that may
+//!   only be tightened, `validation/accuracy-gate.toml`).
 //! - [`stats`]: MAPE, median |error|, Pearson/Spearman on logs, trust-weighted |ln(sim/meas)|.
 //! - [`hash`]: the stable content hash (FNV-1a) of configs, recipes and traces.
 //!
@@ -24,6 +26,7 @@
 
 pub mod calibrate;
 pub mod correlate;
+pub mod gate;
 pub mod gemm_cases;
 pub mod hash;
 pub mod memory_cases;

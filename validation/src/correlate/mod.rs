@@ -51,11 +51,23 @@ pub fn preset_for_hardware(hardware: &str) -> Option<&'static str> {
         .or_else(|| MORE_PRESETS_FOR_HARDWARE.iter().find(|(h, _, _)| *h == hardware).map(|(_, p, _)| *p))
 }
 
+/// Suffix of the built-in calibrated presets (`h100-sxm5-80gb-calibrated`).
+pub const CALIBRATED_SUFFIX: &str = "-calibrated";
+
+/// The built-in calibrated preset of `preset`, or `preset` itself where none is shipped.
+pub fn calibrated_preset(preset: &'static str) -> &'static str {
+    let want = format!("{preset}{CALIBRATED_SUFFIX}");
+    gpusim_configs::presets().iter().map(|(n, _)| *n).find(|n| *n == want).unwrap_or(preset)
+}
+
 /// Which preset(s) to correlate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ArchChoice {
     /// Every case on the preset its hardware maps to.
     Auto,
+    /// Every case on the calibrated preset of its part (`<preset>-calibrated`, built in; the
+    /// plain preset where none is shipped).
+    Calibrated,
     /// Only the cases whose hardware maps to this preset; the others are skipped.
     Preset(String),
 }
@@ -66,17 +78,21 @@ impl ArchChoice {
         if s == "auto" {
             return Ok(ArchChoice::Auto);
         }
+        if s == "calibrated" {
+            return Ok(ArchChoice::Calibrated);
+        }
         let names: Vec<&str> = gpusim_configs::presets().iter().map(|(n, _)| *n).collect();
         if names.contains(&s) {
             Ok(ArchChoice::Preset(s.to_string()))
         } else {
-            Err(format!("unknown preset `{s}`: correlate takes `auto` or one of {}", names.join(", ")))
+            Err(format!("unknown preset `{s}`: correlate takes `auto`, `calibrated` or one of {}", names.join(", ")))
         }
     }
 
     pub fn as_str(&self) -> &str {
         match self {
             ArchChoice::Auto => "auto",
+            ArchChoice::Calibrated => "calibrated",
             ArchChoice::Preset(p) => p,
         }
     }
@@ -190,6 +206,14 @@ impl Job {
         }
     }
 
+    /// The same simulation on another preset.
+    pub fn with_preset(mut self, to: &'static str) -> Job {
+        match &mut self {
+            Job::Gemm { preset, .. } | Job::Memory { preset, .. } => *preset = to,
+        }
+        self
+    }
+
     /// A rough cost, for starting the longest simulations first.
     pub fn cost(&self) -> f64 {
         match self {
@@ -237,6 +261,10 @@ pub fn plan_case(case: &Case, arch: &ArchChoice) -> CasePlan {
         }
         k => return CasePlan::Skip(format!("kind `{k}` has no simulation")),
     };
+    if *arch == ArchChoice::Calibrated {
+        let to = calibrated_preset(job.preset());
+        return CasePlan::Run(job.with_preset(to));
+    }
     if let ArchChoice::Preset(p) = arch
         && job.preset() != p
     {

@@ -1,0 +1,184 @@
+//! The accuracy gate: per family (case kind) of a correlation, the largest MAPE allowed and the
+//! fewest cases that must have been simulated. CI runs `gpusim correlate --gate FILE` on the
+//! reference data and fails when a family breaks its line.
+//!
+//! The thresholds live in one file (`validation/accuracy-gate.toml`) and may only be tightened:
+//! [`Gate::loosened_from`] compares a gate with an earlier version of itself and names every
+//! threshold that moved the wrong way (CI compares with the previous commit's file). A family's
+//! `min_cases` keeps a gate from passing because cases stopped being simulated.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::correlate::Correlation;
+
+/// One family's line.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyGate {
+    /// Largest mean |error| allowed, in percent.
+    pub max_mape_pct: f64,
+    /// Fewest cases of the family that must have been simulated.
+    pub min_cases: usize,
+}
+
+/// A whole gate file: `[family.<kind>]` tables.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    pub family: BTreeMap<String, FamilyGate>,
+}
+
+/// One family's outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FamilyResult {
+    pub family: String,
+    pub gate: FamilyGate,
+    /// Cases of the family that were simulated.
+    pub cases: usize,
+    /// Their MAPE in percent (None: none simulated).
+    pub mape_pct: Option<f64>,
+}
+
+impl FamilyResult {
+    pub fn passed(&self) -> bool {
+        self.cases >= self.gate.min_cases && self.mape_pct.is_some_and(|m| m <= self.gate.max_mape_pct)
+    }
+}
+
+impl fmt::Display for FamilyResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mape = self.mape_pct.map_or("–".to_string(), |m| format!("{m:.2}%"));
+        write!(
+            f,
+            "{:<10} MAPE {:>8} (max {:.2}%)  cases {:>3} (min {:>3})  {}",
+            self.family,
+            mape,
+            self.gate.max_mape_pct,
+            self.cases,
+            self.gate.min_cases,
+            if self.passed() { "ok" } else { "FAILED" }
+        )
+    }
+}
+
+impl Gate {
+    /// Parses a gate file; errors name the file (and line, for TOML errors).
+    pub fn parse(path: &Path, text: &str) -> Result<Gate, String> {
+        let g: Gate = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1)).unwrap_or(1);
+            format!("{}:{line}: {}", path.display(), e.message().trim())
+        })?;
+        if g.family.is_empty() {
+            return Err(format!("{}: no [family.<kind>] table", path.display()));
+        }
+        for (name, f) in &g.family {
+            if !(f.max_mape_pct.is_finite() && f.max_mape_pct >= 0.0) {
+                return Err(format!(
+                    "{}: family.{name}.max_mape_pct = {} is not a percentage",
+                    path.display(),
+                    f.max_mape_pct
+                ));
+            }
+        }
+        Ok(g)
+    }
+
+    pub fn load(path: &Path) -> Result<Gate, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        Gate::parse(path, &text)
+    }
+
+    /// Every family of the gate against `c` (a family the correlation lacks has 0 cases).
+    pub fn check(&self, c: &Correlation) -> Vec<FamilyResult> {
+        self.family
+            .iter()
+            .map(|(name, g)| {
+                let stats = c.summary.by_group.get(name);
+                FamilyResult {
+                    family: name.clone(),
+                    gate: g.clone(),
+                    cases: stats.map_or(0, |s| s.n),
+                    mape_pct: stats.and_then(|s| s.mape).map(|m| 100.0 * m),
+                }
+            })
+            .collect()
+    }
+
+    /// What `self` loosened relative to `earlier`: a family dropped, a MAPE limit raised, a case
+    /// minimum lowered. Empty when `self` only keeps or tightens.
+    pub fn loosened_from(&self, earlier: &Gate) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, old) in &earlier.family {
+            match self.family.get(name) {
+                None => out.push(format!("family `{name}` was removed")),
+                Some(new) => {
+                    if new.max_mape_pct > old.max_mape_pct {
+                        out.push(format!(
+                            "family `{name}`: max_mape_pct raised from {} to {}",
+                            old.max_mape_pct, new.max_mape_pct
+                        ));
+                    }
+                    if new.min_cases < old.min_cases {
+                        out.push(format!(
+                            "family `{name}`: min_cases lowered from {} to {}",
+                            old.min_cases, new.min_cases
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GATE: &str =
+        "[family.gemm]\nmax_mape_pct = 15.0\nmin_cases = 19\n\n[family.latency]\nmax_mape_pct = 5\nmin_cases = 20\n";
+
+    #[test]
+    fn parses_and_rejects_bad_files() {
+        let g = Gate::parse(Path::new("g.toml"), GATE).unwrap();
+        assert_eq!(g.family["gemm"], FamilyGate { max_mape_pct: 15.0, min_cases: 19 });
+        let e = Gate::parse(Path::new("g.toml"), "[family.gemm]\nmax_mape = 1\nmin_cases = 1\n").unwrap_err();
+        assert!(e.starts_with("g.toml:") && e.contains("max_mape"), "{e}");
+        assert!(Gate::parse(Path::new("g.toml"), "").unwrap_err().contains("no [family"));
+        let neg = "[family.gemm]\nmax_mape_pct = -1\nmin_cases = 1\n";
+        assert!(Gate::parse(Path::new("g.toml"), neg).unwrap_err().contains("percentage"));
+    }
+
+    #[test]
+    fn only_tightening_is_allowed() {
+        let old = Gate::parse(Path::new("old"), GATE).unwrap();
+        let mut new = old.clone();
+        assert!(new.loosened_from(&old).is_empty());
+        new.family.get_mut("gemm").unwrap().max_mape_pct = 12.0;
+        new.family.get_mut("latency").unwrap().min_cases = 25;
+        assert!(new.loosened_from(&old).is_empty(), "tightening is fine");
+        new.family.get_mut("gemm").unwrap().max_mape_pct = 16.0;
+        new.family.get_mut("latency").unwrap().min_cases = 3;
+        new.family.insert("moe".into(), FamilyGate { max_mape_pct: 50.0, min_cases: 1 });
+        let l = new.loosened_from(&old);
+        assert_eq!(l.len(), 2, "{l:?}");
+        new.family.remove("gemm");
+        assert!(new.loosened_from(&old).iter().any(|m| m.contains("removed")));
+    }
+
+    #[test]
+    fn a_family_passes_only_with_enough_cases_under_its_limit() {
+        let gate = FamilyGate { max_mape_pct: 10.0, min_cases: 3 };
+        let r = |cases, mape_pct| FamilyResult { family: "gemm".into(), gate: gate.clone(), cases, mape_pct };
+        assert!(r(3, Some(9.9)).passed());
+        assert!(r(3, Some(10.0)).passed());
+        assert!(!r(3, Some(10.1)).passed());
+        assert!(!r(2, Some(1.0)).passed(), "too few cases simulated");
+        assert!(!r(0, None).passed());
+        assert!(r(2, Some(1.0)).to_string().contains("FAILED"));
+    }
+}
