@@ -342,9 +342,9 @@ pub struct Calibration {
 }
 
 struct Evaluator<'a> {
-    preset: &'a str,
+    preset: String,
     base: toml::Table,
-    params: &'a [CalParam],
+    params: Vec<CalParam>,
     cases: Vec<&'a Case>,
     /// Unique simulations, and each case's index into them.
     jobs: Vec<Job>,
@@ -356,7 +356,7 @@ struct Evaluator<'a> {
 impl Evaluator<'_> {
     /// Simulated values of `subset` (case indices) under `values`.
     fn simulate(&self, values: &[f64], subset: &[usize]) -> Vec<Result<f64, String>> {
-        let arch = apply_values(self.preset, &self.base, self.params, values);
+        let arch = apply_values(&self.preset, &self.base, &self.params, values);
         let hash = match &arch {
             Ok(a) => hash_str(&to_toml(a)),
             Err(e) => return subset.iter().map(|_| Err(e.clone())).collect(),
@@ -429,13 +429,20 @@ impl Evaluator<'_> {
     }
 }
 
-/// Calibrates `opts.fit` of `opts.preset` on `cases`.
-pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalError> {
-    let arch = load_preset(&opts.preset).map_err(|e| CalError { message: e.to_string() })?;
+/// The cases of `cases` that `preset` simulates (selected kinds, `max_flops`), as an
+/// [`Evaluator`] of the parameters `fit` (empty: the defaults for the cases' kinds); also the
+/// skipped cases with their reasons and the preset's rendered TOML.
+fn evaluator<'a>(
+    preset: &str,
+    cases: &'a [Case],
+    opts: &CalOptions,
+    fit: &[String],
+) -> Result<(Evaluator<'a>, Vec<(String, String)>, String), CalError> {
+    let arch = load_preset(preset).map_err(|e| CalError { message: e.to_string() })?;
     let rendered = to_toml(&arch);
     let base: toml::Table =
         toml::from_str(&rendered).map_err(|e| CalError { message: format!("the preset's rendering: {e}") })?;
-    let choice = ArchChoice::Preset(opts.preset.clone());
+    let choice = ArchChoice::Preset(preset.to_string());
     let mut used: Vec<&Case> = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
     let mut case_job = Vec::new();
@@ -463,29 +470,40 @@ pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalEr
         }
     }
     if used.is_empty() {
-        return err(format!("no case of the selected kinds is simulated on {}", opts.preset));
+        return err(format!("no case of the selected kinds is simulated on {preset}"));
     }
-    let fit: Vec<String> = if opts.fit.is_empty() {
+    let fit: Vec<String> = if fit.is_empty() {
         let d = if used.iter().any(|c| c.kind == Kind::Gemm) { DEFAULT_FIT_GEMM } else { DEFAULT_FIT_MEMORY };
         d.iter().map(|s| s.to_string()).collect()
     } else {
-        opts.fit.clone()
+        fit.to_vec()
     };
     let params = resolve_params(&base, &fit, opts.allow_datasheet)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads.max(1))
-        .build()
-        .map_err(|e| CalError { message: format!("cannot start {} threads: {e}", opts.threads) })?;
     let ev = Evaluator {
-        preset: &opts.preset,
+        preset: preset.to_string(),
         base,
-        params: &params,
+        params,
         cases: used,
         jobs,
         case_job,
         cache: Mutex::new(HashMap::new()),
         sims: AtomicUsize::new(0),
     };
+    Ok((ev, skipped, rendered))
+}
+
+fn pool(threads: usize) -> Result<rayon::ThreadPool, CalError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| CalError { message: format!("cannot start {threads} threads: {e}") })
+}
+
+/// Calibrates `opts.fit` of `opts.preset` on `cases`.
+pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalError> {
+    let (ev, skipped, rendered) = evaluator(&opts.preset, cases, opts, &opts.fit)?;
+    let params = ev.params.clone();
+    let pool = pool(opts.threads)?;
     let n = ev.cases.len();
     let all: Vec<usize> = (0..n).collect();
     let preset_values: Vec<f64> = params.iter().map(|p| p.preset_value).collect();
@@ -523,6 +541,108 @@ pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalEr
             preset_hash: hash_str(&rendered),
         })
     })
+}
+
+/// A calibration carried to another chip: its fitted values set on `target` (a preset of
+/// another part, with that part's datasheet values), evaluated on the target's cases.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Transfer {
+    pub from: String,
+    pub target: String,
+    pub params: Vec<CalParam>,
+    /// The values carried over (those fitted on `from`).
+    pub values: Vec<f64>,
+    /// Errors on the target's cases with its own preset values.
+    pub before: Errors,
+    /// With the carried values.
+    pub after: Errors,
+    pub cases: Vec<CalCase>,
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Sets `cal`'s fitted parameters on `target` and compares the errors on `target`'s cases
+/// (selected as `opts` selects them) before and after: the cross-generation check (calibrate on
+/// one generation, predict the next). Nothing is fitted to the target's cases.
+pub fn transfer(cal: &Calibration, target: &str, cases: &[Case], opts: &CalOptions) -> Result<Transfer, CalError> {
+    let keys: Vec<String> = cal.params.iter().map(|p| p.key.clone()).collect();
+    let (ev, skipped, _) = evaluator(target, cases, opts, &keys)?;
+    let own: Vec<f64> = ev.params.iter().map(|p| p.preset_value).collect();
+    let all: Vec<usize> = (0..ev.cases.len()).collect();
+    pool(opts.threads)?.install(|| {
+        let before = ev.errors(&own, &all);
+        let after = ev.errors(&cal.fitted, &all);
+        let b = ev.simulate(&own, &all);
+        let a = ev.simulate(&cal.fitted, &all);
+        let cases = ev
+            .cases
+            .iter()
+            .zip(b.into_iter().zip(a))
+            .map(|(c, (b, a))| CalCase {
+                id: c.id.clone(),
+                kind: c.kind.to_string(),
+                measured: c.value,
+                weight: c.trust.weight(),
+                before: b.ok(),
+                after: a.ok(),
+            })
+            .collect();
+        Ok(Transfer {
+            from: cal.preset.clone(),
+            target: target.to_string(),
+            params: ev.params.clone(),
+            values: cal.fitted.clone(),
+            before,
+            after,
+            cases,
+            skipped,
+        })
+    })
+}
+
+impl Transfer {
+    /// A Markdown section: parameters carried, errors before/after, per case.
+    pub fn markdown(&self) -> String {
+        let mut s = format!(
+            "## Carried to `{}` (fitted on `{}`)
+
+",
+            self.target, self.from
+        );
+        s += "| parameter | target's preset | carried |\n|---|---|---|\n";
+        for (p, v) in self.params.iter().zip(&self.values) {
+            s += &format!("| {} | {} | {} |\n", p.key, p.show(p.preset_value), p.show(*v));
+        }
+        s += &format!(
+            "\n{} case(s): MAPE {} with the target's own values, {} with the carried ones \
+             (weighted |ln(sim/meas)| {:.4} → {:.4}).\n\n",
+            self.cases.len(),
+            pct(self.before.mape),
+            pct(self.after.mape),
+            self.before.wlog,
+            self.after.wlog
+        );
+        s += "| case | kind | measured | target's values | carried values |\n|---|---|---|---|---|\n";
+        for c in &self.cases {
+            let o = |v: Option<f64>| v.map_or("failed".into(), num);
+            s += &format!("| {} | {} | {} | {} | {} |\n", c.id, c.kind, num(c.measured), o(c.before), o(c.after));
+        }
+        for (id, why) in &self.skipped {
+            s += &format!("\nskipped {id}: {}", why.replace('|', "\\|"));
+        }
+        s + "\n"
+    }
+
+    /// Plain text for the terminal.
+    pub fn text(&self) -> String {
+        format!(
+            "carried to {}: {} case(s), MAPE {} with its own values, {} with {}'s fit\n",
+            self.target,
+            self.cases.len(),
+            pct(self.before.mape),
+            pct(self.after.mape),
+            self.from
+        )
+    }
 }
 
 fn cross_validate(ev: &Evaluator, folds: usize, max_iter: usize) -> Option<CrossValidation> {

@@ -29,6 +29,7 @@ pub struct FamilyGate {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Gate {
+    #[serde(default)]
     pub family: BTreeMap<String, FamilyGate>,
 }
 
