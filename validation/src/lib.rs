@@ -16,6 +16,8 @@
 //! - [`calibrate`]: fitting a preset's model parameters to the cases (Nelder–Mead on the
 //!   trust-weighted |ln(sim/measured)|, k-fold cross-validated), rendered as a config that
 //!   inherits the preset (`gpusim calibrate`); [`optimize`] holds the optimiser.
+//! - [`measurement`]: the measurement file schema (`[[case]]`s plus file-level `[device]` and
+//!   `[method]`), its writer and reader, and the device-name-to-hardware mapping.
 //! - [`stats`]: MAPE, median |error|, Pearson/Spearman on logs, trust-weighted |ln(sim/meas)|.
 //! - [`hash`]: the stable content hash (FNV-1a) of configs, recipes and traces.
 //!
@@ -26,6 +28,7 @@ pub mod calibrate;
 pub mod correlate;
 pub mod gemm_cases;
 pub mod hash;
+pub mod measurement;
 pub mod memory_cases;
 pub mod optimize;
 pub mod reference;

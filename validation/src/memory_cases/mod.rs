@@ -51,6 +51,9 @@ pub const PRESET_FOR_HARDWARE: &[(&str, &str)] = &[
     // H800 PCIe (HPMLL).
     ("H800", "h800-pcie"),
     ("H200 SXM", "h200-sxm"),
+    // The SXM5 parts, as `measurement::hardware_for` names them in measurement files.
+    ("H100 SXM", "h100-sxm5-80gb"),
+    ("H800 SXM5", "h800-sxm5"),
 ];
 
 /// The preset for a `hardware` string, if any.
