@@ -18,6 +18,9 @@
 //!   inherits the preset (`gpusim calibrate`); [`optimize`] holds the optimiser.
 //! - [`measurement`]: the measurement file schema (`[[case]]`s plus file-level `[device]` and
 //!   `[method]`), its writer and reader, and the device-name-to-hardware mapping.
+//! - [`measure`]: the measurement harness behind `gpusim measure` (feature `cuda`: cudarc,
+//!   libraries loaded at run time; our own CUDA kernels in `validation/cuda/`, compiled with NVRTC
+//!   to a cubin for the device; cuBLAS GEMMs). Without the feature it only says so.
 //! - [`stats`]: MAPE, median |error|, Pearson/Spearman on logs, trust-weighted |ln(sim/meas)|.
 //! - [`hash`]: the stable content hash (FNV-1a) of configs, recipes and traces.
 //!
@@ -28,6 +31,7 @@ pub mod calibrate;
 pub mod correlate;
 pub mod gemm_cases;
 pub mod hash;
+pub mod measure;
 pub mod measurement;
 pub mod memory_cases;
 pub mod optimize;
