@@ -184,12 +184,15 @@ pub fn new_case(id: impl Into<String>, kind: Kind, metric: Metric, value: f64) -
 /// The part as the reference data names it, from the driver's device name and SM count: the
 /// names that `memory_cases::PRESET_FOR_HARDWARE` and correlate's `MORE_PRESETS_FOR_HARDWARE`
 /// map to presets ("H200 SXM", "H100 SXM", "H100 PCIe", "H800 SXM5", "H800 PCIe", "A100 80GB",
-/// "A100 PCIe"). A part no preset models (H100 NVL, A100 40GB SXM4, A100 80GB PCIe, ...) keeps
+/// "A100 PCIe"). A part no preset models (H100 NVL, GH200, A100 40GB SXM4, A100 80GB PCIe, ...) keeps
 /// the driver's name.
 pub fn hardware_for(device_name: &str, sm_count: u32) -> String {
     let n = device_name.to_ascii_lowercase();
     let has = |s: &str| n.contains(s);
-    let named = if has("h200") && !has("nvl") {
+    // GH200 (Grace Hopper) modules differ in memory from both SXM parts: not matched.
+    let named = if has("gh200") || has("gh100") {
+        None
+    } else if has("h200") && !has("nvl") {
         Some("H200 SXM")
     } else if has("h100") && has("pcie") {
         Some("H100 PCIe")
@@ -503,6 +506,7 @@ mod tests {
             ("NVIDIA A100-PCIE-40GB", 108, "A100 PCIe", Some("a100-pcie-40gb")),
             ("NVIDIA H100 NVL", 132, "NVIDIA H100 NVL", None),
             ("NVIDIA H200 NVL", 132, "NVIDIA H200 NVL", None),
+            ("NVIDIA GH200 480GB", 132, "NVIDIA GH200 480GB", None),
             ("NVIDIA A100-SXM4-40GB", 108, "NVIDIA A100-SXM4-40GB", None),
             ("NVIDIA GeForce RTX 4090", 128, "NVIDIA GeForce RTX 4090", None),
         ] {

@@ -66,7 +66,7 @@ fn one(r: &mut Run, footprint: u64, kernel: &'static str) -> Result<(), MeasureE
     let expected = base + walk(&next, 0, warm as u64 + timed) as u64 * STRIDE;
     let mut out = r.gpu.stream.alloc_zeros::<u64>(2).map_err(drv("allocating the chase result"))?;
     let one_thread = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
-    let mut lat = Vec::new();
+    let (mut lat, mut during) = (Vec::new(), None);
     for _ in 0..runs {
         // SAFETY: chase_*(u64 start, u32 warm, u32 blocks16, u64* out) follows pointers inside the
         // buffer chase_init wrote and writes 2 words to `out`.
@@ -74,6 +74,8 @@ fn one(r: &mut Run, footprint: u64, kernel: &'static str) -> Result<(), MeasureE
             r.gpu.stream.launch_builder(&f).arg(&base).arg(&warm).arg(&blocks16).arg(&mut out).launch(one_thread)
         }
         .map_err(drv(format!("launching {kernel}")))?;
+        // The kernel runs now: the clocks under its load.
+        during = during.or(r.gpu.nvml_clocks());
         let v = r.gpu.stream.clone_dtoh(&out).map_err(drv("reading the chase result"))?;
         if v[1] != expected {
             return Err(MeasureError::Check {
@@ -84,7 +86,7 @@ fn one(r: &mut Run, footprint: u64, kernel: &'static str) -> Result<(), MeasureE
         lat.push(v[0] as f64 / timed as f64);
     }
     drop(_sync);
-    let clock = r.case_clock(None)?;
+    let clock = r.case_clock(during)?;
     let level = chase_level(footprint, r.gpu.info.l2_bytes);
     let cg = kernel == "chase_cg";
     let id = format!("lat-{}{}", label(footprint), if cg { "-cg" } else { "" });

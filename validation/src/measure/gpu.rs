@@ -152,9 +152,10 @@ impl Gpu {
             sms: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
             l2_bytes: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
             memory_bytes: ctx.total_mem().map_err(drv("cuDeviceTotalMem"))? as u64,
-            sm_clock_max_mhz: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as f64 / 1e3,
-            memory_clock_max_mhz: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? as f64 / 1e3,
-            bus_width_bits: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)? as u32,
+            // Deprecated attributes (CUDA 13 still answers them): 0 where a driver does not.
+            sm_clock_max_mhz: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).unwrap_or(0) as f64 / 1e3,
+            memory_clock_max_mhz: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0) as f64 / 1e3,
+            bus_width_bits: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0) as u32,
             driver_api: format!("{}.{}", version / 1000, (version % 1000) / 10),
             pci_bus_id,
             max_smem_optin: attr(&ctx, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,

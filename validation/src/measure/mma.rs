@@ -27,15 +27,11 @@ pub fn run(r: &mut Run) -> Result<(), MeasureError> {
     Ok(())
 }
 
-/// Launches `name` with (out, iters, ones, cycles) and returns (out, cycles).
-fn launch(
-    r: &mut Run,
-    name: &str,
-    ctas: u32,
-    threads: u32,
-    iters: u32,
-    ones: bool,
-) -> Result<(Vec<f32>, Vec<u64>), MeasureError> {
+/// What a launch returns: each thread's output, each CTA's cycles, NVML's clocks while it ran.
+type Launched = (Vec<f32>, Vec<u64>, Option<(f64, f64)>);
+
+/// Launches `name` with (out, iters, ones, cycles).
+fn launch(r: &mut Run, name: &str, ctas: u32, threads: u32, iters: u32, ones: bool) -> Result<Launched, MeasureError> {
     let f = r.gpu.function(&MMA, name)?;
     let s = &r.gpu.stream;
     let mut out = s.alloc_zeros::<f32>((ctas * threads) as usize).map_err(drv("allocating the outputs"))?;
@@ -46,9 +42,10 @@ fn launch(
     // one count per CTA.
     unsafe { s.launch_builder(&f).arg(&mut out).arg(&iters).arg(&ones).arg(&mut cycles).launch(cfg) }
         .map_err(drv(format!("launching {name}")))?;
+    let during = r.gpu.nvml_clocks();
     let out_h = s.clone_dtoh(&out).map_err(drv("reading the outputs"))?;
     let cyc_h = s.clone_dtoh(&cycles).map_err(drv("reading the cycle counts"))?;
-    Ok((out_h, cyc_h))
+    Ok((out_h, cyc_h, during))
 }
 
 /// With all-ones operands every accumulator gains K per MMA: each thread's sum must be exact.
@@ -66,19 +63,20 @@ fn throughput(r: &mut Run, t: MmaType) -> Result<(), MeasureError> {
     let name = format!("mma_tput_{}", t.suffix());
     let k = t.shape().2 as f64;
     let ctas = r.gpu.info.sms;
-    let (out, _) = launch(r, &name, ctas, TPUT_THREADS, 64, true)?;
+    let (out, _, _) = launch(r, &name, ctas, TPUT_THREADS, 64, true)?;
     check_ones(&name, &out, (CHAINS * 4) as f64 * 64.0 * k)?;
     let iters = r.plan.mma_iters;
     launch(r, &name, ctas, TPUT_THREADS, iters, false)?; // warm-up
     let warps = (TPUT_THREADS / 32) as f64;
     let flops_per_cta = warps * iters as f64 * CHAINS as f64 * t.flops() as f64;
-    let mut rates = Vec::new();
+    let (mut rates, mut during) = (Vec::new(), None);
     for _ in 0..RUNS {
-        let (_, cycles) = launch(r, &name, ctas, TPUT_THREADS, iters, false)?;
+        let (_, cycles, clocks) = launch(r, &name, ctas, TPUT_THREADS, iters, false)?;
         let per_cta: Vec<f64> = cycles.iter().filter(|&&c| c > 0).map(|&c| flops_per_cta / c as f64).collect();
         rates.push(median(&per_cta));
+        during = during.or(clocks);
     }
-    let clock = r.case_clock(None)?;
+    let clock = r.case_clock(during)?;
     let rate = median(&rates);
     let mut c = new_case(format!("peak-mma-{}", t.suffix()), Kind::Peak, Metric::FlopsPerClkPerSm, rate);
     c.clock_mhz = Some(clock);
@@ -106,16 +104,17 @@ fn throughput(r: &mut Run, t: MmaType) -> Result<(), MeasureError> {
 fn latency(r: &mut Run, t: MmaType) -> Result<(), MeasureError> {
     let name = format!("mma_lat_{}", t.suffix());
     let k = t.shape().2 as f64;
-    let (out, _) = launch(r, &name, 1, 32, 64, true)?;
+    let (out, _, _) = launch(r, &name, 1, 32, 64, true)?;
     check_ones(&name, &out, 4.0 * 64.0 * k)?;
     let chain = r.plan.mma_latency_chain;
     launch(r, &name, 1, 32, chain, false)?; // warm-up
-    let mut lat = Vec::new();
+    let (mut lat, mut during) = (Vec::new(), None);
     for _ in 0..RUNS {
-        let (_, cycles) = launch(r, &name, 1, 32, chain, false)?;
+        let (_, cycles, clocks) = launch(r, &name, 1, 32, chain, false)?;
         lat.push(cycles[0] as f64 / chain as f64);
+        during = during.or(clocks);
     }
-    let clock = r.case_clock(None)?;
+    let clock = r.case_clock(during)?;
     let mut c = new_case(format!("lat-mma-{}", t.suffix()), Kind::Latency, Metric::Cycles, median(&lat));
     c.clock_mhz = Some(clock);
     c.level = Some(format!("instruction ({})", t.sass()));

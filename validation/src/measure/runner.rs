@@ -199,9 +199,9 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Me
             r.gpu.nvrtc_version,
             r.cublas_version.as_deref().unwrap_or("not used")
         ),
-        sm_clock_max_mhz: Some(i.sm_clock_max_mhz),
-        memory_clock_max_mhz: Some(i.memory_clock_max_mhz),
-        memory_bus_width_bits: Some(i.bus_width_bits),
+        sm_clock_max_mhz: (i.sm_clock_max_mhz > 0.0).then_some(i.sm_clock_max_mhz),
+        memory_clock_max_mhz: (i.memory_clock_max_mhz > 0.0).then_some(i.memory_clock_max_mhz),
+        memory_bus_width_bits: (i.bus_width_bits > 0).then_some(i.bus_width_bits),
         clock_source: Some(clock_source),
         notes: Some(format!("PCI bus id {}; CUDA device {}", i.pci_bus_id, opts.device)),
     };

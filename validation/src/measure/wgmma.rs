@@ -17,7 +17,10 @@ const SMEM: u32 = 48 << 10;
 const FLOPS: f64 = 2.0 * 64.0 * 256.0 * 16.0;
 const RUNS: u32 = 3;
 
-fn launch(r: &mut Run, iters: u32, ones: bool) -> Result<(Vec<f32>, Vec<u64>), MeasureError> {
+/// Each thread's output, each CTA's cycles, NVML's clocks while the kernel ran.
+type Launched = (Vec<f32>, Vec<u64>, Option<(f64, f64)>);
+
+fn launch(r: &mut Run, iters: u32, ones: bool) -> Result<Launched, MeasureError> {
     let f = r.gpu.function(&WGMMA, "wgmma_tput_bf16")?;
     let ctas = r.gpu.info.sms;
     let s = &r.gpu.stream;
@@ -29,9 +32,10 @@ fn launch(r: &mut Run, iters: u32, ones: bool) -> Result<(Vec<f32>, Vec<u64>), M
     // shared memory writes one float per thread and one count per CTA.
     unsafe { s.launch_builder(&f).arg(&mut out).arg(&iters).arg(&ones).arg(&mut cycles).launch(cfg) }
         .map_err(drv("launching wgmma_tput_bf16"))?;
+    let during = r.gpu.nvml_clocks();
     let out_h = s.clone_dtoh(&out).map_err(drv("reading the outputs"))?;
     let cyc_h = s.clone_dtoh(&cycles).map_err(drv("reading the cycle counts"))?;
-    Ok((out_h, cyc_h))
+    Ok((out_h, cyc_h, during))
 }
 
 pub fn run(r: &mut Run) -> Result<(), MeasureError> {
@@ -42,7 +46,7 @@ pub fn run(r: &mut Run) -> Result<(), MeasureError> {
         )));
     }
     // All ones: 4 MMAs of K = 16 per iteration into each of 128 accumulators.
-    let (out, _) = launch(r, 8, true)?;
+    let (out, _, _) = launch(r, 8, true)?;
     let want = 128.0 * 8.0 * 4.0 * 16.0;
     if let Some(i) = out.iter().position(|&x| x as f64 != want) {
         return Err(MeasureError::Check {
@@ -53,13 +57,14 @@ pub fn run(r: &mut Run) -> Result<(), MeasureError> {
     let iters = (r.plan.mma_iters / 4).max(1);
     launch(r, iters, false)?; // warm-up
     let flops_per_cta = 2.0 * iters as f64 * 4.0 * FLOPS;
-    let mut rates = Vec::new();
+    let (mut rates, mut during) = (Vec::new(), None);
     for _ in 0..RUNS {
-        let (_, cycles) = launch(r, iters, false)?;
+        let (_, cycles, clocks) = launch(r, iters, false)?;
         let per_cta: Vec<f64> = cycles.iter().filter(|&&c| c > 0).map(|&c| flops_per_cta / c as f64).collect();
         rates.push(median(&per_cta));
+        during = during.or(clocks);
     }
-    let clock = r.case_clock(None)?;
+    let clock = r.case_clock(during)?;
     let rate = median(&rates);
     let sms = r.gpu.info.sms;
     let mut c = new_case("peak-wgmma-bf16", Kind::Peak, Metric::FlopsPerClkPerSm, rate);
