@@ -6,6 +6,7 @@ mod calibrate_cmd;
 mod correlate_cmd;
 mod error;
 mod gemm_cmd;
+mod measure_cmd;
 mod open;
 mod print;
 mod run;
@@ -56,6 +57,9 @@ enum Cmd {
     Correlate(correlate_cmd::CorrelateArgs),
     /// Fit a preset's model parameters to reference measurements (k-fold cross-validated).
     Calibrate(calibrate_cmd::CalibrateArgs),
+    /// Measure this machine's GPU (microbenchmarks, cuBLAS GEMMs) into a measurement file
+    /// (needs a build with `--features cuda`).
+    Measure(measure_cmd::MeasureArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Cmd::Bench { arch, repeat, traces } => bench::bench(&arch, repeat, traces),
         Cmd::Correlate(a) => correlate_cmd::correlate_cmd(a),
         Cmd::Calibrate(a) => calibrate_cmd::calibrate_cmd(a),
+        Cmd::Measure(a) => measure_cmd::measure_cmd(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

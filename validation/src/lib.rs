@@ -18,6 +18,11 @@
 //!   inherits the preset (`gpusim calibrate`); [`optimize`] holds the optimiser.
 //! - [`gate`]: the accuracy gate CI applies to a correlation (per-family MAPE limits that may
 //!   only be tightened, `validation/accuracy-gate.toml`).
+//! - [`measurement`]: the measurement file schema (`[[case]]`s plus file-level `[device]` and
+//!   `[method]`), its writer and reader, and the device-name-to-hardware mapping.
+//! - [`measure`]: the measurement harness behind `gpusim measure` (feature `cuda`: cudarc,
+//!   libraries loaded at run time; our own CUDA kernels in `validation/cuda/`, compiled with NVRTC
+//!   to a cubin for the device; cuBLAS GEMMs). Without the feature it only says so.
 //! - [`stats`]: MAPE, median |error|, Pearson/Spearman on logs, trust-weighted |ln(sim/meas)|.
 //! - [`hash`]: the stable content hash (FNV-1a) of configs, recipes and traces.
 //!
@@ -30,6 +35,8 @@ pub mod gate;
 pub mod gemm_cases;
 pub mod hash;
 pub mod kernel_cases;
+pub mod measure;
+pub mod measurement;
 pub mod memory_cases;
 pub mod nsight;
 pub mod optimize;

@@ -4,12 +4,18 @@
 //! Every case keeps all of its fields: the ones the schema names are typed fields of [`Case`],
 //! anything else lands in [`Case::extra`] (so a new field in the data never breaks loading).
 //! Errors name the file and the line of the offending `[[case]]` (or of the TOML syntax error).
+//!
+//! Files written by `gpusim measure` ([`crate::measurement`]) add a file-level `[device]` and
+//! `[method]`; a case without its own `[case.device]` / `[case.method]` gets the file's, so every
+//! measured case carries the clocks it was measured at. Other top-level tables are ignored.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use crate::measurement::{Device, Method};
 
 /// What a case measures (`kind`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -234,6 +240,14 @@ pub struct Case {
     #[serde(default)]
     pub notes: Option<String>,
 
+    /// The GPU and its clocks during the measurement: the case's own `[case.device]`, else the
+    /// file's `[device]` (measurement files; `None` for published figures).
+    #[serde(default)]
+    pub device: Option<Device>,
+    /// How the number was measured: the case's own `[case.method]`, else the file's `[method]`.
+    #[serde(default)]
+    pub method: Option<Method>,
+
     /// Fields the schema above does not name, as written.
     #[serde(flatten)]
     pub extra: BTreeMap<String, toml::Value>,
@@ -269,11 +283,16 @@ pub enum Error {
     Case { path: PathBuf, line: usize, index: usize, id: Option<String>, message: String },
 }
 
-/// The `[[case]]` array of one file.
+/// The `[[case]]` array of one file, and the file-level `[device]` and `[method]` of measurement
+/// files.
 #[derive(Deserialize)]
 struct File {
     #[serde(default)]
     case: Vec<toml::Value>,
+    #[serde(default)]
+    device: Option<toml::Value>,
+    #[serde(default)]
+    method: Option<toml::Value>,
     #[serde(flatten)]
     _rest: BTreeMap<String, toml::Value>,
 }
@@ -301,13 +320,53 @@ fn case_header_lines(text: &str) -> Vec<usize> {
         .collect()
 }
 
+/// Line (1-based) of the top-level table header `[name]`, or 1.
+fn table_header_line(text: &str, name: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            let code = l.split('#').next().unwrap_or("");
+            let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+            compact == format!("[{name}]")
+        })
+        .map_or(1, |i| i + 1)
+}
+
+/// A file-level table (`[device]`, `[method]`) as its type; errors name the table's line.
+fn file_table<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+    name: &str,
+    v: Option<toml::Value>,
+) -> Result<Option<T>, Error> {
+    v.map(|v| {
+        v.try_into().map_err(|e: toml::de::Error| Error::Syntax {
+            path: path.to_path_buf(),
+            line: table_header_line(text, name),
+            col: 1,
+            message: format!("[{name}]: {}", e.message().trim()),
+        })
+    })
+    .transpose()
+}
+
 /// Parses reference cases from TOML text; `path` names the file in errors and in
-/// [`Case::file`].
+/// [`Case::file`]. A file-level `[device]` / `[method]` is given to every case that has none of
+/// its own.
 pub fn parse_cases(path: &Path, text: &str) -> Result<Vec<Case>, Error> {
+    parse_file(path, text).map(|(cases, _, _)| cases)
+}
+
+/// The cases of a file with its file-level `[device]` and `[method]`.
+pub(crate) type ParsedFile = (Vec<Case>, Option<Device>, Option<Method>);
+
+/// [`parse_cases`], also returning the file-level `[device]` and `[method]`.
+pub(crate) fn parse_file(path: &Path, text: &str) -> Result<ParsedFile, Error> {
     let file: File = toml::from_str(text).map_err(|e| {
         let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
         Error::Syntax { path: path.to_path_buf(), line, col, message: e.message().trim().to_string() }
     })?;
+    let device: Option<Device> = file_table(path, text, "device", file.device)?;
+    let method: Option<Method> = file_table(path, text, "method", file.method)?;
     let headers = case_header_lines(text);
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(file.case.len());
@@ -325,11 +384,17 @@ pub fn parse_cases(path: &Path, text: &str) -> Result<Vec<Case>, Error> {
         if !seen.insert(c.id.clone()) {
             return Err(bad(format!("duplicate id `{}`", c.id)));
         }
+        if c.device.is_none() {
+            c.device.clone_from(&device);
+        }
+        if c.method.is_none() {
+            c.method.clone_from(&method);
+        }
         c.file = path.to_path_buf();
         c.line = line;
         out.push(c);
     }
-    Ok(out)
+    Ok((out, device, method))
 }
 
 /// Loads the cases of one reference file.
