@@ -301,6 +301,9 @@ pub fn to_cases(path: &Path, kernels: &[NcuKernel], hardware: Option<&str>) -> V
                 trust: Trust::High,
                 notes: None,
                 extra,
+                // The export names no clocks or method beyond what `extra` keeps.
+                device: None,
+                method: None,
                 file: path.to_path_buf(),
                 line: k.line,
             }
