@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use gpusim_validation::calibrate::{CalOptions, calibrate};
+use gpusim_validation::calibrate::{CalOptions, calibrate, transfer};
 use gpusim_validation::correlate::parse_kinds;
 use gpusim_validation::reference::load_cases;
 
@@ -47,6 +47,11 @@ pub struct CalibrateArgs {
     /// Write calibration.md into this directory (created if missing).
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Cross-generation check: after fitting, set the fitted values on these presets (other
+    /// parts, with their own datasheet values) and report the error on their cases before and
+    /// after; comma-separated or repeated. Nothing is fitted to their cases.
+    #[arg(long, value_delimiter = ',')]
+    pub transfer: Vec<String>,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -86,9 +91,21 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
         max_iter: a.max_iter,
         data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
     };
+    for t in &a.transfer {
+        gpusim_configs::load_preset(t).map_err(|e| CliError::input(format!("--transfer: {e}")))?;
+    }
     let c = calibrate(&cases, &opts).map_err(|e| CliError::input(e.message))?;
     if !a.quiet {
         print!("{}", c.text());
+    }
+    let mut transfers = String::new();
+    for t in &a.transfer {
+        let tr = transfer(&c, t, &cases, &opts).map_err(|e| CliError::input(format!("--transfer {t}: {}", e.message)))?;
+        if !a.quiet {
+            print!("{}", tr.text());
+        }
+        transfers += "\n";
+        transfers += &tr.markdown();
     }
     let write = |p: &std::path::Path, text: &str| {
         std::fs::write(p, text).map_err(|e| CliError::input(format!("{}: cannot write: {e}", p.display())))
@@ -96,7 +113,7 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
     write(&a.output, &c.config_toml())?;
     if let Some(dir) = &a.report {
         std::fs::create_dir_all(dir).map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
-        write(&dir.join("calibration.md"), &c.markdown())?;
+        write(&dir.join("calibration.md"), &(c.markdown() + &transfers))?;
     }
     Ok(())
 }
