@@ -29,6 +29,8 @@ pub struct FamilyGate {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Gate {
+    /// Missing: empty, which [`Gate::parse`] rejects by name.
+    #[serde(default)]
     pub family: BTreeMap<String, FamilyGate>,
 }
 
