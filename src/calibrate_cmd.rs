@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 use gpusim_validation::calibrate::{CalOptions, calibrate, transfer};
 use gpusim_validation::correlate::parse_kinds;
-use gpusim_validation::reference::load_cases;
 
+use crate::correlate_cmd::{DataArgs, load_all};
 use crate::error::{CliError, CliResult};
 
 #[derive(Args)]
@@ -14,9 +14,12 @@ pub struct CalibrateArgs {
     /// The built-in preset to calibrate; only the cases whose hardware it models are used.
     #[arg(long)]
     pub arch: String,
-    /// Reference data (`[[case]]` TOML); repeatable.
+    /// Measurements: `[[case]]` TOML (*.toml) or an Nsight Compute CSV export (*.csv);
+    /// repeatable.
     #[arg(long, required = true, num_args = 1..)]
     pub data: Vec<PathBuf>,
+    #[command(flatten)]
+    pub data_opts: DataArgs,
     /// Dotted config keys to fit, comma-separated or repeated (default: sim.kernel_launch_latency
     /// and tensor.wgmma_base_latency with GEMM cases, else l1.hit_latency, l2.hit_latency and
     /// hbm.latency). Bounds: the schema's range, else [0, 4× the preset's value] ([0, 20000]
@@ -26,7 +29,7 @@ pub struct CalibrateArgs {
     /// Also fit datasheet-fixed parameters (SM count, clocks, peak rates, bandwidth, sizes).
     #[arg(long)]
     pub allow_datasheet: bool,
-    /// Kinds of cases (as for `gpusim correlate`). Default: gemm, latency and bandwidth.
+    /// Kinds of cases (as for `gpusim correlate`). Default: gemm, latency, bandwidth and kernel.
     #[arg(long)]
     pub kind: Vec<String>,
     /// Folds of the cross-validation (at most the number of cases; below 2: none).
@@ -65,21 +68,7 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let mut cases: Vec<gpusim_validation::Case> = Vec::new();
-    for f in &a.data {
-        let v = load_cases(f).map_err(|e| CliError::input(e.to_string()))?;
-        for c in v {
-            if let Some(first) = cases.iter().find(|o| o.id == c.id) {
-                return Err(CliError::input(format!(
-                    "{}: duplicate id `{}`, first defined at {}",
-                    c.location(),
-                    c.id,
-                    first.location()
-                )));
-            }
-            cases.push(c);
-        }
-    }
+    let cases = load_all(&a.data, &a.data_opts, a.quiet)?;
     let opts = CalOptions {
         preset: a.arch.clone(),
         kinds,

@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use gpusim_reports::scatter::{self, ScatterPlot, ScatterPoint};
+use gpusim_validation::Case;
 use gpusim_validation::correlate::{ArchChoice, Correlation, Options, RunInfo, Status, correlate, parse_kinds};
+use gpusim_validation::data::{DataOptions, load_data};
 use gpusim_validation::gate::Gate;
-use gpusim_validation::reference::load_cases;
 
 use crate::error::{CliError, CliResult};
 
@@ -17,11 +18,15 @@ pub struct CorrelateArgs {
     /// every case on its part's calibrated preset (`<preset>-calibrated`, where one is built in).
     #[arg(long)]
     pub arch: String,
-    /// Reference data (`[[case]]` TOML, schema in shared/reference/README.md); repeatable.
+    /// Measurements: `[[case]]` TOML (*.toml, schema in shared/reference/README.md) or an Nsight
+    /// Compute CSV export (*.csv, one `kernel` case per launch); repeatable.
     #[arg(long, required = true, num_args = 1..)]
     pub data: Vec<PathBuf>,
-    /// Kinds of cases: gemm, latency, bandwidth, memory (latency and bandwidth), attention, moe,
-    /// peak or all; repeatable or comma-separated. Default: gemm, latency and bandwidth.
+    #[command(flatten)]
+    pub data_opts: DataArgs,
+    /// Kinds of cases: gemm, latency, bandwidth, memory (latency and bandwidth), kernel,
+    /// attention, moe, peak or all; repeatable or comma-separated. Default: gemm, latency,
+    /// bandwidth and kernel.
     #[arg(long)]
     pub kind: Vec<String>,
     /// Write everything (cases, statistics, provenance) as JSON to this file.
@@ -46,6 +51,54 @@ pub struct CorrelateArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// How `--data` CSV files are read (shared by `gpusim correlate` and `gpusim calibrate`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct DataArgs {
+    /// The GPU of the CSV files' launches, as the driver names it (`NVIDIA H100 80GB HBM3`); it
+    /// picks the preset. Needed where the export does not name it (ncu's details page, a raw
+    /// page without device__attribute_display_name); overrides the exported name.
+    #[arg(long, value_name = "NAME")]
+    pub hardware: Option<String>,
+    /// A trace captured from the same run as the CSV files: an Accel-Sim kernelslist.g (or the
+    /// folder holding it) or a gpusim trace. Each launch is matched to its kernel in launch
+    /// order and by name; launches without one are listed as skipped.
+    #[arg(long, value_name = "PATH")]
+    pub traces: Option<PathBuf>,
+}
+
+/// Reads every `--data` file by its type (duplicate ids are an error); warnings go to stderr
+/// unless `quiet`.
+pub fn load_all(data: &[PathBuf], a: &DataArgs, quiet: bool) -> CliResult<Vec<Case>> {
+    let opts = DataOptions { hardware: a.hardware.clone(), traces: a.traces.clone() };
+    let mut cases: Vec<Case> = Vec::new();
+    let mut attached = false;
+    for f in data {
+        let loaded = load_data(f, &opts).map_err(CliError::input)?;
+        for w in loaded.warnings.iter().filter(|_| !quiet) {
+            eprintln!("warning: {w}");
+        }
+        attached |= loaded.traces_attached;
+        for c in loaded.cases {
+            if let Some(first) = cases.iter().find(|o| o.id == c.id) {
+                return Err(CliError::input(format!(
+                    "{}: duplicate id `{}`, first defined at {}",
+                    c.location(),
+                    c.id,
+                    first.location()
+                )));
+            }
+            cases.push(c);
+        }
+    }
+    if let Some(t) = &a.traces
+        && !attached
+        && !quiet
+    {
+        eprintln!("warning: --traces {}: no kernel case without a trace to attach it to", t.display());
+    }
+    Ok(cases)
 }
 
 /// The commit gpusim was built from (build.rs), else the one of the working directory's
@@ -137,21 +190,7 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let mut cases = Vec::new();
-    for f in &a.data {
-        let mut v = load_cases(f).map_err(|e| CliError::input(e.to_string()))?;
-        for c in &v {
-            if let Some(first) = cases.iter().find(|o: &&gpusim_validation::Case| o.id == c.id) {
-                return Err(CliError::input(format!(
-                    "{}: duplicate id `{}`, first defined at {}",
-                    c.location(),
-                    c.id,
-                    first.location()
-                )));
-            }
-        }
-        cases.append(&mut v);
-    }
+    let cases = load_all(&a.data, &a.data_opts, a.quiet)?;
     let opts = Options {
         arch,
         kinds,

@@ -53,7 +53,8 @@ enum Cmd {
         /// Traces to run (default: the shipped examples under examples/).
         traces: Vec<PathBuf>,
     },
-    /// Simulate reference measurements (GEMM, latency, bandwidth) and report the error.
+    /// Simulate reference measurements (GEMM, latency, bandwidth, Nsight Compute kernels) and
+    /// report the error.
     Correlate(correlate_cmd::CorrelateArgs),
     /// Fit a preset's model parameters to reference measurements (k-fold cross-validated).
     Calibrate(calibrate_cmd::CalibrateArgs),

@@ -47,6 +47,9 @@ pub const EXTRA_BLOCK: &str = "block";
 pub const EXTRA_NCU_ID: &str = "ncu_id";
 /// `extra` key: measured elapsed SM cycles.
 pub const EXTRA_SM_CYCLES: &str = "sm_cycles";
+/// `extra` key: why [`attach_traces`] found no kernel for the case (it then has no `trace`);
+/// [`plan_kernel_case`] gives it as the reason the case is not simulated.
+pub const EXTRA_TRACE_UNMATCHED: &str = "trace_unmatched";
 
 /// Device names as the CUDA driver reports them (`nvidia-smi`, `cudaGetDeviceProperties`,
 /// ncu's `device__attribute_display_name`) and the preset modelling each.
@@ -147,6 +150,9 @@ pub fn plan_kernel_case(case: &Case) -> Result<KernelJob, String> {
     };
     let trace = match case.extra.get(EXTRA_TRACE) {
         None => {
+            if let Some(why) = case.extra.get(EXTRA_TRACE_UNMATCHED).and_then(|v| v.as_str()) {
+                return Err(why.to_string());
+            }
             return Err(format!(
                 "no `{EXTRA_TRACE}`: a kernel case is simulated from a trace of the same kernel (gpusim or Accel-Sim); \
                  set `{EXTRA_TRACE} = \"path\"` or attach a trace directory"
@@ -189,33 +195,43 @@ pub fn plan_kernel_case(case: &Case) -> Result<KernelJob, String> {
     })
 }
 
-/// Opens a trace as the CLI does: a folder holding `kernelslist.g`, the `GPUSIMTB` binary
-/// magic, a `gpusim-trace` text header, or an Accel-Sim kernel list (`*.g`, or a first line
-/// `MemcpyHtoD...`/`kernel-...`).
-pub fn open_trace(path: &Path) -> Result<Box<dyn TraceSource>, String> {
+/// How a trace file is stored, as [`open_trace`] tells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// An Accel-Sim trace: its `kernelslist.g` (the path given, or the one in the folder given).
+    AccelSim(PathBuf),
+    /// gpusim's binary trace (`GPUSIMTB`).
+    Binary,
+    /// gpusim's text trace (`gpusim-trace` header).
+    Text,
+}
+
+/// Tells a trace's format as the CLI does: a folder holding `kernelslist.g`, the `GPUSIMTB`
+/// binary magic, a `gpusim-trace` text header, or an Accel-Sim kernel list (`*.g`, or a first
+/// line `MemcpyHtoD...`/`kernel-...`). Reads at most the first 64 KiB.
+pub fn trace_format(path: &Path) -> Result<TraceFormat, String> {
     let shown = path.display();
-    let err = |e: TraceError| e.to_string();
     if path.is_dir() {
         let list = path.join("kernelslist.g");
         if !list.is_file() {
             return Err(format!("{shown}: a folder, and it holds no kernelslist.g"));
         }
-        return Ok(Box::new(accelsim::AccelSimTrace::open(&list).map_err(err)?));
+        return Ok(TraceFormat::AccelSim(list));
     }
     let mut f = std::fs::File::open(path).map_err(|e| format!("{shown}: cannot open: {e}"))?;
     let mut head = Vec::with_capacity(64 * 1024);
     f.by_ref().take(64 * 1024).read_to_end(&mut head).map_err(|e| format!("{shown}: cannot read: {e}"))?;
     if binary::is_binary(&head) {
-        return Ok(Box::new(binary::BinaryReader::open(path).map_err(err)?));
+        return Ok(TraceFormat::Binary);
     }
     let text_head = String::from_utf8_lossy(&head);
     let first = text_head.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#')).unwrap_or("");
     if first.starts_with("gpusim-trace") {
-        return Ok(Box::new(text::TextReader::open(path).map_err(err)?));
+        return Ok(TraceFormat::Text);
     }
     let name = path.file_name().and_then(|s| s.to_str()).unwrap_or("");
     if name.ends_with(".g") || first.starts_with("MemcpyHtoD") || first.starts_with("kernel-") {
-        return Ok(Box::new(accelsim::AccelSimTrace::open(path).map_err(err)?));
+        return Ok(TraceFormat::AccelSim(path.to_path_buf()));
     }
     if name.ends_with(".traceg") {
         return Err(format!("{shown}: an Accel-Sim kernel trace; use its kernelslist.g (or the folder holding it)"));
@@ -223,6 +239,44 @@ pub fn open_trace(path: &Path) -> Result<Box<dyn TraceSource>, String> {
     Err(format!(
         "{shown}: not a trace gpusim knows (a `gpusim-trace` text header, the `GPUSIMTB` binary magic, or an Accel-Sim kernelslist.g)"
     ))
+}
+
+/// Opens a trace of any format [`trace_format`] tells.
+pub fn open_trace(path: &Path) -> Result<Box<dyn TraceSource>, String> {
+    let err = |e: TraceError| e.to_string();
+    Ok(match trace_format(path)? {
+        TraceFormat::AccelSim(list) => Box::new(accelsim::AccelSimTrace::open(&list).map_err(err)?),
+        TraceFormat::Binary => Box::new(binary::BinaryReader::open(path).map_err(err)?),
+        TraceFormat::Text => Box::new(text::TextReader::open(path).map_err(err)?),
+    })
+}
+
+fn hash_file(h: &mut crate::hash::Fnv64, path: &Path) -> Result<(), String> {
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: cannot open: {e}", path.display()))?;
+    std::io::copy(&mut f, h).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    Ok(())
+}
+
+/// Content hash ([`crate::hash::Fnv64`]) of the trace files the simulation of kernel `kernel`
+/// (0-based) of `path` reads: the whole file of a gpusim trace; `kernelslist.g` followed by the
+/// kernel's `.traceg` for an Accel-Sim trace. The same files give the same hash wherever they
+/// lie; streams the files, allocating nothing of their size.
+pub fn trace_hash(path: &Path, kernel: usize) -> Result<String, String> {
+    let mut h = crate::hash::Fnv64::default();
+    match trace_format(path)? {
+        TraceFormat::AccelSim(list) => {
+            let t = accelsim::AccelSimTrace::open(&list).map_err(|e| e.to_string())?;
+            let traceg = t
+                .kernel_paths()
+                .nth(kernel)
+                .ok_or_else(|| format!("{}: no kernel {kernel} (the list has {})", list.display(), t.num_kernels()))?;
+            hash_file(&mut h, &list)?;
+            h.update(b"\0");
+            hash_file(&mut h, traceg)?;
+        }
+        TraceFormat::Binary | TraceFormat::Text => hash_file(&mut h, path)?,
+    }
+    Ok(h.hex())
 }
 
 /// A kernel of a trace, as its header describes it.
@@ -601,7 +655,8 @@ pub struct Attached {
 /// both are known. So either side may hold launches the other lacks (ncu's `--launch-skip`,
 /// `-k`, a partial trace). A case that matches nothing keeps no trace and the next case
 /// searches from the same place. Matched cases get `trace` = the absolute trace path and
-/// `trace_kernel` = the kernel's index. Other kinds, and cases that already name a trace, are
+/// `trace_kernel` = the kernel's index; unmatched ones get [`EXTRA_TRACE_UNMATCHED`], the
+/// reason [`plan_kernel_case`] then gives. Other kinds, and cases that already name a trace, are
 /// left alone. Errors: the trace cannot be opened or its kernel headers read.
 pub fn attach_traces(cases: &mut [Case], trace: &Path) -> Result<Attached, String> {
     let kernels = list_kernels(trace)?;
@@ -621,10 +676,28 @@ pub fn attach_traces(cases: &mut [Case], trace: &Path) -> Result<Attached, Strin
             Some(k) => {
                 case.extra.insert(EXTRA_TRACE.into(), toml::Value::String(abs.display().to_string()));
                 case.extra.insert(EXTRA_TRACE_KERNEL.into(), toml::Value::Integer(k.index as i64));
+                case.extra.remove(EXTRA_TRACE_UNMATCHED);
                 out.matched.push((case.id.clone(), k.index));
                 next = k.index + 1;
             }
-            None => out.unmatched.push(case.id.clone()),
+            None => {
+                let mut why = match &name {
+                    Some(n) => format!("no kernel of the trace {} matches `{n}`", abs.display()),
+                    None => format!("the case names no kernel to look for in the trace {}", abs.display()),
+                };
+                let dims: Vec<String> = [("grid", grid), ("block", block)]
+                    .into_iter()
+                    .filter_map(|(what, d)| Some(format!("{what} {}", fmt_dim(d?))))
+                    .collect();
+                if name.is_some() && !dims.is_empty() {
+                    why += &format!(" with {}", dims.join(" and "));
+                }
+                if next > 0 {
+                    why += &format!(" after kernel {} (matched in launch order)", next - 1);
+                }
+                case.extra.insert(EXTRA_TRACE_UNMATCHED.into(), toml::Value::String(why));
+                out.unmatched.push(case.id.clone());
+            }
         }
     }
     Ok(out)
@@ -721,6 +794,22 @@ grid = [132, 1, 1]
         assert_eq!(plan_kernel_case(&c).unwrap().trace, Path::new("rel/k.trace"));
         c.extra.insert(EXTRA_TRACE.into(), 3.into());
         assert!(plan_kernel_case(&c).unwrap_err().contains("not a path"));
+    }
+
+    #[test]
+    fn trace_hashes_cover_the_files_read() {
+        let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let dir = ws.join("examples/accelsim");
+        let k0 = trace_hash(&dir, 0).unwrap();
+        assert_eq!(k0, trace_hash(&dir.join("kernelslist.g"), 0).unwrap());
+        assert_ne!(k0, trace_hash(&dir, 1).unwrap());
+        assert!(trace_hash(&dir, 2).unwrap_err().contains("no kernel 2"));
+        assert_eq!(trace_format(&dir), Ok(TraceFormat::AccelSim(dir.join("kernelslist.g"))));
+        let ffma = ws.join("examples/ffma_bound.trace");
+        assert_eq!(trace_format(&ffma), Ok(TraceFormat::Text));
+        let text = std::fs::read_to_string(&ffma).unwrap();
+        assert_eq!(trace_hash(&ffma, 0).unwrap(), crate::hash::hash_str(&text));
+        assert!(trace_hash(Path::new("/no/such.trace"), 0).unwrap_err().contains("/no/such.trace"));
     }
 
     #[test]

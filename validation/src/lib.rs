@@ -10,6 +10,13 @@
 //!   pointer-chase latency against footprint.
 //! - [`gemm_cases`]: GEMM cases as simulations (shape and dtype of the case, the workloads
 //!   crate's default recipe, TFLOP/s = 2·M·N·K·batch / simulated time).
+//! - [`nsight`]: Nsight Compute CSV exports (raw and details pages) read into launches, and
+//!   turned into `kernel` cases ([`nsight::to_cases`]).
+//! - [`kernel_cases`]: `kernel` cases (one measured launch) simulated alone from a trace of the
+//!   same kernel (gpusim or Accel-Sim), and traces attached to an export's launches
+//!   ([`kernel_cases::attach_traces`]).
+//! - [`data`]: measurement files by type for `--data` (`*.toml` reference cases, `*.csv` Nsight
+//!   Compute exports with `--hardware` and `--traces`).
 //! - [`correlate`]: every selected case simulated (in parallel, deterministically) or listed with
 //!   the reason it is not, with statistics and provenance; rendered as text, Markdown and CSV
 //!   (`gpusim correlate`).
@@ -27,10 +34,11 @@
 //! - [`hash`]: the stable content hash (FNV-1a) of configs, recipes and traces.
 //!
 //! Like the rest of the workspace apart from the binary, this crate prints nothing; it reads the
-//! reference files it is asked to read.
+//! measurement and trace files it is asked to read.
 
 pub mod calibrate;
 pub mod correlate;
+pub mod data;
 pub mod gate;
 pub mod gemm_cases;
 pub mod hash;

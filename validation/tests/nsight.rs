@@ -316,8 +316,12 @@ fn traces_attach_by_launch_order_and_name() {
     assert_eq!(a.matched, [("accelsim_example-0".to_string(), 0), ("accelsim_example-2".to_string(), 1)]);
     assert_eq!(a.unmatched, ["accelsim_example-1"]);
     assert!(!cases[1].extra.contains_key(EXTRA_TRACE));
+    // Its plan says why: no kernel of the trace matched (in launch order).
     let e = plan_kernel_case(&cases[1]).unwrap_err();
-    assert!(e.contains("no `trace`"), "{e}");
+    assert!(e.contains("no kernel of the trace") && e.contains("fill_kernel") && e.contains("after kernel 0"), "{e}");
+    let mut no_reason = cases[1].clone();
+    no_reason.extra.remove(kernel_cases::EXTRA_TRACE_UNMATCHED);
+    assert!(plan_kernel_case(&no_reason).unwrap_err().contains("no `trace`"));
     for (c, want) in [(&cases[0], "_Z6vecAddPKfS0_Pfi"), (&cases[2], "_Z8blockSumPKfPf")] {
         assert!(Path::new(c.extra[EXTRA_TRACE].as_str().unwrap()).is_absolute());
         let job = plan_kernel_case(c).unwrap();

@@ -10,6 +10,8 @@
 //! - **GEMM**: [`crate::gemm_cases`]: the workloads crate's default recipe at the case's shape
 //!   and dtype; simulated TFLOP/s = 2·M·N·K·batch / simulated time.
 //! - **Latency, bandwidth**: [`crate::memory_cases`]' plan and microbenchmark.
+//! - **Kernel** (one measured launch, e.g. from Nsight Compute): [`crate::kernel_cases`]: the
+//!   launch's kernel simulated alone from a trace of it, in µs or SM cycles.
 //! - **Other kinds** (attention, MoE, peak) are listed with the reason they are not simulated.
 //!
 //! Clock: the case's `clock_mhz` where it states one, else the preset's SM clock.
@@ -26,6 +28,7 @@ use serde::Serialize;
 
 use crate::gemm_cases::{GemmShape, gemm_shape, run_gemm};
 use crate::hash::hash_str;
+use crate::kernel_cases::{KERNEL_KIND, KernelJob, plan_kernel_case, run_kernel_job, trace_hash};
 use crate::memory_cases::{self, Bench, Plan, arch_for, memory_case_plan};
 use crate::reference::{Case, Kind};
 use crate::stats::{Point, Summary, summarize};
@@ -98,8 +101,8 @@ impl ArchChoice {
     }
 }
 
-/// Kinds selected by `--kind`: `gemm`, `latency`, `bandwidth`, `memory` (latency and bandwidth)
-/// or `all`; comma-separated lists are accepted.
+/// Kinds selected by `--kind`: `gemm`, `latency`, `bandwidth`, `memory` (latency and bandwidth),
+/// `kernel`, `attention`, `moe`, `peak` or `all`; comma-separated lists are accepted.
 pub fn parse_kinds(specs: &[String]) -> Result<KindSelection, String> {
     if specs.is_empty() {
         return Ok(KindSelection::default_kinds());
@@ -113,10 +116,13 @@ pub fn parse_kinds(specs: &[String]) -> Result<KindSelection, String> {
                     kinds.insert(Kind::Latency);
                     kinds.insert(Kind::Bandwidth);
                 }
+                KERNEL_KIND => {
+                    kinds.insert(Kind::Other(KERNEL_KIND.to_string()));
+                }
                 _ => match Kind::from(s.to_string()) {
                     Kind::Other(o) => {
                         return Err(format!(
-                            "unknown kind `{o}`: use gemm, latency, bandwidth, memory, attention, moe, peak or all"
+                            "unknown kind `{o}`: use gemm, latency, bandwidth, memory, kernel, attention, moe, peak or all"
                         ));
                     }
                     k => {
@@ -137,9 +143,11 @@ pub enum KindSelection {
 }
 
 impl KindSelection {
-    /// GEMM, latency and bandwidth: every kind with a simulation today.
+    /// GEMM, latency, bandwidth and kernel: every kind with a simulation today.
     pub fn default_kinds() -> KindSelection {
-        KindSelection::Only([Kind::Gemm, Kind::Latency, Kind::Bandwidth].into_iter().collect())
+        KindSelection::Only(
+            [Kind::Gemm, Kind::Latency, Kind::Bandwidth, Kind::Other(KERNEL_KIND.to_string())].into_iter().collect(),
+        )
     }
 
     pub fn contains(&self, k: &Kind) -> bool {
@@ -195,14 +203,42 @@ impl Default for Options {
 /// The simulation of one case.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Job {
-    Gemm { preset: &'static str, clock_mhz: Option<f64>, shape: GemmShape },
-    Memory { preset: &'static str, clock_mhz: Option<f64>, bench: Bench },
+    Gemm {
+        preset: &'static str,
+        clock_mhz: Option<f64>,
+        shape: GemmShape,
+    },
+    Memory {
+        preset: &'static str,
+        clock_mhz: Option<f64>,
+        bench: Bench,
+    },
+    /// One traced kernel, simulated alone ([`crate::kernel_cases`]). `preset` is the one
+    /// simulated, kept equal to `job.preset` (the part's preset, or its calibrated one); the
+    /// clock is `job.clock_mhz`. Build it with [`Job::kernel`].
+    Kernel {
+        preset: &'static str,
+        job: KernelJob,
+    },
 }
 
 impl Job {
+    /// The kernel job on its own preset; None when no preset models the case's hardware.
+    pub fn kernel(job: KernelJob) -> Option<Job> {
+        Some(Job::Kernel { preset: job.preset?, job })
+    }
+
     pub fn preset(&self) -> &'static str {
         match self {
-            Job::Gemm { preset, .. } | Job::Memory { preset, .. } => preset,
+            Job::Gemm { preset, .. } | Job::Memory { preset, .. } | Job::Kernel { preset, .. } => preset,
+        }
+    }
+
+    /// The measured SM clock the simulation runs at (None: the preset's).
+    pub fn clock_mhz(&self) -> Option<f64> {
+        match self {
+            Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } => *clock_mhz,
+            Job::Kernel { job, .. } => job.clock_mhz,
         }
     }
 
@@ -210,6 +246,10 @@ impl Job {
     pub fn with_preset(mut self, to: &'static str) -> Job {
         match &mut self {
             Job::Gemm { preset, .. } | Job::Memory { preset, .. } => *preset = to,
+            Job::Kernel { preset, job } => {
+                *preset = to;
+                job.preset = Some(to);
+            }
         }
         self
     }
@@ -220,6 +260,13 @@ impl Job {
             Job::Gemm { shape, .. } => shape.flops(),
             // A memory microbenchmark costs about as much as a mid-sized GEMM.
             Job::Memory { .. } => 1e11,
+            // The trace is not opened to plan: the launch's threads (grid × block, where the
+            // measurement gives them) at ~1e5 GEMM FLOPs each (a few thousand instructions per
+            // thread), else a mid-sized GEMM.
+            Job::Kernel { job, .. } => match (job.grid, job.block) {
+                (Some(g), Some(b)) => g.iter().chain(&b).map(|&d| f64::from(d)).product::<f64>() * 1e5,
+                _ => 1e11,
+            },
         }
     }
 }
@@ -247,6 +294,20 @@ pub fn plan_case(case: &Case, arch: &ArchChoice) -> CasePlan {
                 Err(e) => return CasePlan::Skip(e),
             }
         }
+        k if k.as_str() == KERNEL_KIND => match plan_kernel_case(case) {
+            Ok(job) => match Job::kernel(job) {
+                Some(job) => job,
+                None => {
+                    let hint = if case.hardware.ends_with("name not exported") {
+                        " (the export does not name the GPU: give its name with --hardware)"
+                    } else {
+                        ""
+                    };
+                    return CasePlan::Skip(format!("no preset models the {}{hint}", case.hardware));
+                }
+            },
+            Err(e) => return CasePlan::Skip(e),
+        },
         Kind::Attention | Kind::Moe => {
             return CasePlan::Skip(format!(
                 "no {} workload generator exists yet (the workloads crate has GEMM and microbenchmarks only)",
@@ -315,13 +376,15 @@ pub struct CaseRow {
     pub clock_measured_mhz: Option<f64>,
     /// Hash of the resolved preset ([`config_hash`]).
     pub config_hash: Option<String>,
-    /// What was simulated: the GEMM shape and recipe, or the microbenchmark.
+    /// What was simulated: the GEMM shape and recipe, the microbenchmark, or the trace and
+    /// kernel (kernel cases).
     pub workload: Option<String>,
     /// Hash of the recipe (GEMM) or the microbenchmark plan (memory cases).
     pub recipe_hash: Option<String>,
-    /// Hash of the generated trace's text form (GEMM).
+    /// Hash of the generated trace's text form (GEMM), or of the trace files read (kernel
+    /// cases, [`crate::kernel_cases::trace_hash`]).
     pub trace_hash: Option<String>,
-    /// Simulated kernel time, µs (GEMM).
+    /// Simulated kernel time, µs (GEMM, kernel cases).
     pub sim_time_us: Option<f64>,
     pub warp_instructions: Option<u64>,
     pub detail: Option<String>,
@@ -390,9 +453,7 @@ fn run_job(job: &Job) -> JobResult {
     let t0 = Instant::now();
     let preset = job.preset();
     let mut r = JobResult { config_hash: config_hash(preset).ok(), ..JobResult::default() };
-    let clock = match job {
-        Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } => *clock_mhz,
-    };
+    let clock = job.clock_mhz();
     let res: Result<f64, String> = arch_for(preset, clock).and_then(|arch| {
         r.clock_simulated_mhz = Some(arch.clocks.sm.0 as f64 / 1e6);
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<f64, String> {
@@ -417,6 +478,25 @@ fn run_job(job: &Job) -> JobResult {
                     r.detail = Some(m.detail);
                     Ok(m.value)
                 }
+                Job::Kernel { job, .. } => {
+                    let k = run_kernel_job(&arch, job)?;
+                    r.workload = Some(format!(
+                        "kernel {} `{}` of the trace {}",
+                        k.kernel_index,
+                        k.kernel_name,
+                        job.trace.display()
+                    ));
+                    r.trace_hash = trace_hash(&job.trace, k.kernel_index).ok();
+                    r.sim_time_us = Some(k.time_us);
+                    r.clock_simulated_mhz = Some(k.sim_clock_mhz);
+                    r.warp_instructions = Some(k.warp_instructions);
+                    let mut detail = k.detail;
+                    if !k.diagnostics.is_empty() {
+                        detail += &format!("; {} trace warning(s), first: {}", k.diagnostics.len(), k.diagnostics[0]);
+                    }
+                    r.detail = Some(detail);
+                    Ok(k.value)
+                }
             }
         }))
         .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))))
@@ -431,10 +511,7 @@ fn run_job(job: &Job) -> JobResult {
 /// panic in a generator or the simulator becomes the error.
 pub fn simulate_on(job: &Job, base: &gpusim_configs::Arch) -> Result<f64, String> {
     let mut arch = base.clone();
-    let clock = match job {
-        Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } => *clock_mhz,
-    };
-    if let Some(mhz) = clock {
+    if let Some(mhz) = job.clock_mhz() {
         if !(mhz.is_finite() && mhz > 0.0) {
             return Err(format!("clock_mhz = {mhz} is not a clock"));
         }
@@ -444,6 +521,7 @@ pub fn simulate_on(job: &Job, base: &gpusim_configs::Arch) -> Result<f64, String
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
         Job::Gemm { shape, .. } => run_gemm(&arch, shape).map(|g| g.tflops),
         Job::Memory { bench, .. } => bench.run(&arch).map(|m| m.value),
+        Job::Kernel { job, .. } => run_kernel_job(&arch, job).map(|k| k.value),
     }))
     .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))))
 }
@@ -694,6 +772,72 @@ locator = "l"
             parse_kinds(&["latency".into(), "bandwidth".into()]).unwrap()
         );
         assert!(parse_kinds(&["flops".into()]).unwrap_err().contains("flops"));
+        let kernel = Kind::Other(KERNEL_KIND.into());
+        assert_eq!(
+            parse_kinds(&["kernel".into()]).unwrap(),
+            KindSelection::Only([kernel.clone()].into_iter().collect())
+        );
+        assert!(KindSelection::All.contains(&kernel) && KindSelection::default_kinds().contains(&kernel));
+        assert!(parse_kinds(&["kernels".into()]).unwrap_err().contains("kernel,"));
+    }
+
+    /// The kernel case of the ffma_bound fixture, with the workspace's trace of it.
+    fn kernel_case() -> Case {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let csv = dir.join("tests/fixtures/ncu/ffma_bound.csv");
+        let kernels = crate::nsight::load_ncu_csv(&csv).unwrap();
+        let mut cases = crate::nsight::to_cases(&csv, &kernels, None);
+        crate::kernel_cases::attach_traces(&mut cases, &dir.join("../examples/ffma_bound.trace")).unwrap();
+        cases.remove(0)
+    }
+
+    #[test]
+    fn kernel_cases_plan_to_kernel_jobs() {
+        let case = kernel_case();
+        let CasePlan::Run(job) = plan_case(&case, &ArchChoice::Auto) else { panic!() };
+        assert_eq!((job.preset(), job.clock_mhz()), ("h100-sxm5-80gb", Some(1755.0)));
+        let Job::Kernel { job: k, .. } = &job else { panic!("{job:?}") };
+        assert_eq!(k.preset, Some("h100-sxm5-80gb"));
+        // 1024 blocks of 128 threads.
+        assert_eq!(job.cost(), 131072.0 * 1e5);
+        // Another preset: the job and the kernel job it holds both move.
+        let moved = job.clone().with_preset("h200-sxm");
+        let Job::Kernel { preset, job: k } = &moved else { panic!() };
+        assert_eq!((*preset, k.preset), ("h200-sxm", Some("h200-sxm")));
+        let CasePlan::Run(cal) = plan_case(&case, &ArchChoice::Calibrated) else { panic!() };
+        assert_eq!(cal.preset(), calibrated_preset("h100-sxm5-80gb"));
+        let CasePlan::Skip(why) = plan_case(&case, &ArchChoice::Preset("h200-sxm".into())) else { panic!() };
+        assert!(why.contains("h100-sxm5-80gb"), "{why}");
+
+        // No preset for the part: skipped, with a hint where the export did not name it.
+        let mut anon = case.clone();
+        anon.hardware = "GPU 0 (CC 9.0), name not exported".into();
+        let CasePlan::Skip(why) = plan_case(&anon, &ArchChoice::Auto) else { panic!() };
+        assert!(why.contains("--hardware"), "{why}");
+        // No trace: skipped with the planner's reason.
+        let mut bare = case.clone();
+        bare.extra.remove(crate::kernel_cases::EXTRA_TRACE);
+        let CasePlan::Skip(why) = plan_case(&bare, &ArchChoice::Auto) else { panic!() };
+        assert!(why.contains("no `trace`"), "{why}");
+    }
+
+    #[test]
+    fn kernel_cases_are_simulated_with_provenance() {
+        let case = kernel_case();
+        let c = correlate(std::slice::from_ref(&case), &Options::default()).unwrap();
+        let r = &c.cases[0];
+        assert_eq!(r.status, Status::Simulated, "{r:?}");
+        assert_eq!((r.kind.as_str(), r.metric.as_str(), r.clock_simulated_mhz), ("kernel", "us", Some(1755.0)));
+        assert!(r.error.is_some_and(f64::is_finite));
+        assert_eq!(r.sim_time_us, r.simulated);
+        let w = r.workload.as_deref().unwrap();
+        assert!(w.contains("ffma_bound") && w.contains("ffma_bound.trace"), "{w}");
+        let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ffma_bound.trace");
+        assert_eq!(r.trace_hash, Some(crate::hash::hash_str(&std::fs::read_to_string(&trace).unwrap())));
+        // Calibrate's path: the same value on the preset's chip.
+        let CasePlan::Run(job) = plan_case(&case, &ArchChoice::Auto) else { panic!() };
+        let base = load_preset("h100-sxm5-80gb").unwrap();
+        assert_eq!(simulate_on(&job, &base), Ok(r.simulated.unwrap()));
     }
 
     #[test]
