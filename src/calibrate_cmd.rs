@@ -87,22 +87,41 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
     if !a.quiet {
         print!("{}", c.text());
     }
-    let mut transfers = String::new();
-    for t in &a.transfer {
-        let tr = transfer(&c, t, &cases, &opts).map_err(|e| CliError::input(format!("--transfer {t}: {}", e.message)))?;
-        if !a.quiet {
-            print!("{}", tr.text());
-        }
-        transfers += "\n";
-        transfers += &tr.markdown();
-    }
     let write = |p: &std::path::Path, text: &str| {
         std::fs::write(p, text).map_err(|e| CliError::input(format!("{}: cannot write: {e}", p.display())))
     };
+    // The fit is written first: a transfer that cannot run must not lose it.
     write(&a.output, &c.config_toml())?;
-    if let Some(dir) = &a.report {
-        std::fs::create_dir_all(dir).map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
-        write(&dir.join("calibration.md"), &(c.markdown() + &transfers))?;
+    let report = |extra: &str| -> CliResult {
+        if let Some(dir) = &a.report {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
+            write(&dir.join("calibration.md"), &(c.markdown() + extra))?;
+        }
+        Ok(())
+    };
+    report("")?;
+    if a.transfer.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let mut transfers = String::new();
+    for t in &a.transfer {
+        match transfer(&c, t, &cases, &opts) {
+            Ok(tr) => {
+                if !a.quiet {
+                    print!("{}", tr.text());
+                }
+                transfers += "\n";
+                transfers += &tr.markdown();
+            }
+            // A target without cases of the selected kinds is a finding, not a failure.
+            Err(e) => {
+                if !a.quiet {
+                    println!("not carried to {t}: {}", e.message);
+                }
+                transfers += &format!("\n## Not carried to `{t}`\n\n{}\n", e.message);
+            }
+        }
+    }
+    report(&transfers)
 }

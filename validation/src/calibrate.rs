@@ -31,7 +31,7 @@ use gpusim_configs::{Arch, explain, load_preset, load_str, to_toml};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::correlate::{ArchChoice, CasePlan, Job, KindSelection, num, plan_case, simulate_on};
+use crate::correlate::{ArchChoice, CALIBRATED_SUFFIX, CasePlan, Job, KindSelection, num, plan_case, simulate_on};
 use crate::hash::hash_str;
 use crate::optimize::{NmOptions, nelder_mead};
 use crate::reference::{Case, Kind};
@@ -429,6 +429,9 @@ impl Evaluator<'_> {
     }
 }
 
+/// `(case id, reason)` of the cases a calibration leaves out.
+type Skipped = Vec<(String, String)>;
+
 /// The cases of `cases` that `preset` simulates (selected kinds, `max_flops`), as an
 /// [`Evaluator`] of the parameters `fit` (empty: the defaults for the cases' kinds); also the
 /// skipped cases with their reasons and the preset's rendered TOML.
@@ -437,7 +440,7 @@ fn evaluator<'a>(
     cases: &'a [Case],
     opts: &CalOptions,
     fit: &[String],
-) -> Result<(Evaluator<'a>, Vec<(String, String)>, String), CalError> {
+) -> Result<(Evaluator<'a>, Skipped, String), CalError> {
     let arch = load_preset(preset).map_err(|e| CalError { message: e.to_string() })?;
     let rendered = to_toml(&arch);
     let base: toml::Table =
@@ -815,10 +818,12 @@ impl Calibration {
             pct(self.after.mape),
             cv,
         );
+        let parent = load_preset(&self.preset).map(|a| a.description).unwrap_or_default();
         s += &format!(
-            "inherits = {}\nname = {}\n",
+            "inherits = {}\nname = {}\ndescription = {}\n",
             toml::Value::String(self.preset.clone()),
-            toml::Value::String(format!("{}-calibrated", self.preset))
+            toml::Value::String(format!("{}{CALIBRATED_SUFFIX}", self.preset)),
+            toml::Value::String(format!("{parent}; calibrated by gpusim calibrate ({cv})"))
         );
         let mut section = String::new();
         for (p, v) in self.params.iter().zip(&self.fitted) {
