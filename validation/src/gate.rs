@@ -155,6 +155,16 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_gate_covers_the_reference_families() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("accuracy-gate.toml");
+        let g = Gate::load(&path).unwrap();
+        for family in ["gemm", "latency", "bandwidth"] {
+            let f = &g.family[family];
+            assert!(f.min_cases > 0 && f.max_mape_pct > 0.0, "{family}: {f:?}");
+        }
+    }
+
+    #[test]
     fn only_tightening_is_allowed() {
         let old = Gate::parse(Path::new("old"), GATE).unwrap();
         let mut new = old.clone();
