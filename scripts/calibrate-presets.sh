@@ -29,6 +29,7 @@ for part in h200-sxm h800-sxm5; do
     echo "name = \"${part}-calibrated\""
     parent=$("${gpusim}" arch show "${part}" | sed -n 's/^description = "\(.*\)"$/\1/p' | head -1)
     echo "description = \"${parent}; SM parameters calibrated on the H100 SXM5 by gpusim calibrate\""
+    echo
     sed -n '/^\[/,$p' configs/presets/h100-sxm5-80gb-calibrated.toml
   } > "configs/presets/${part}-calibrated.toml"
 done

@@ -11,6 +11,12 @@ static PRESETS: &[(&str, &str)] = &[
     ("h800-sxm5", include_str!("../presets/h800-sxm5.toml")),
     ("h800-pcie", include_str!("../presets/h800-pcie.toml")),
     ("h200-sxm", include_str!("../presets/h200-sxm.toml")),
+    // Calibrated by `gpusim calibrate` (scripts/calibrate-presets.sh): each inherits its preset
+    // and sets only fitted model parameters, with the cases and cross-validated error.
+    ("a100-sxm4-80gb-calibrated", include_str!("../presets/a100-sxm4-80gb-calibrated.toml")),
+    ("h100-sxm5-80gb-calibrated", include_str!("../presets/h100-sxm5-80gb-calibrated.toml")),
+    ("h800-sxm5-calibrated", include_str!("../presets/h800-sxm5-calibrated.toml")),
+    ("h200-sxm-calibrated", include_str!("../presets/h200-sxm-calibrated.toml")),
 ];
 
 /// The TOML text of a preset.

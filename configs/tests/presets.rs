@@ -142,3 +142,31 @@ fn next_generation_what_if() {
     assert_eq!(rate(&n, "bf16"), rate(&h, "bf16"), "inherited");
     assert_eq!(n.l1, h.l1, "inherited");
 }
+
+#[test]
+fn calibrated_presets_inherit_their_part_and_set_only_fitted_parameters() {
+    for base in ["a100-sxm4-80gb", "h100-sxm5-80gb", "h800-sxm5", "h200-sxm"] {
+        let name = format!("{base}-calibrated");
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("presets/{name}.toml")),
+        )
+        .unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(table["inherits"].as_str(), Some(base), "{name}");
+        // Every value other than the header keys is a fitted one and says so, with its error.
+        for line in text.lines().filter(|l| !l.starts_with('#') && l.contains(" = ")) {
+            let key = line.split(" = ").next().unwrap();
+            if ["inherits", "name", "description"].contains(&key) {
+                continue;
+            }
+            assert!(line.contains("# fitted") && line.contains("CV validation MAPE"), "{name}: `{line}`");
+        }
+        let cal = load_preset(&name).unwrap();
+        let plain = load_preset(base).unwrap();
+        // Datasheet figures are the part's own.
+        assert_eq!(
+            (cal.sm.count, cal.clocks.sm, cal.hbm.bandwidth),
+            (plain.sm.count, plain.clocks.sm, plain.hbm.bandwidth)
+        );
+    }
+}
