@@ -424,6 +424,25 @@ impl Evaluator<'_> {
         self.values(&r.x)
     }
 
+    /// Every case simulated under `before` and under `after`.
+    fn compare(&self, before: &[f64], after: &[f64]) -> Vec<CalCase> {
+        let all: Vec<usize> = (0..self.cases.len()).collect();
+        let b = self.simulate(before, &all);
+        let a = self.simulate(after, &all);
+        self.cases
+            .iter()
+            .zip(b.into_iter().zip(a))
+            .map(|(c, (b, a))| CalCase {
+                id: c.id.clone(),
+                kind: c.kind.to_string(),
+                measured: c.value,
+                weight: c.trust.weight(),
+                before: b.ok(),
+                after: a.ok(),
+            })
+            .collect()
+    }
+
     fn values(&self, x: &[f64]) -> Vec<f64> {
         self.params.iter().zip(x).map(|(p, x)| p.denormalise(*x)).collect()
     }
@@ -515,21 +534,7 @@ pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalEr
         let cv = cross_validate(&ev, opts.folds, opts.max_iter);
         let fitted = ev.fit(&all, opts.max_iter);
         let after = ev.errors(&fitted, &all);
-        let sims_before = ev.simulate(&preset_values, &all);
-        let sims_after = ev.simulate(&fitted, &all);
-        let cases = ev
-            .cases
-            .iter()
-            .zip(sims_before.into_iter().zip(sims_after))
-            .map(|(c, (b, a))| CalCase {
-                id: c.id.clone(),
-                kind: c.kind.to_string(),
-                measured: c.value,
-                weight: c.trust.weight(),
-                before: b.ok(),
-                after: a.ok(),
-            })
-            .collect();
+        let cases = ev.compare(&preset_values, &fitted);
         Ok(Calibration {
             preset: opts.preset.clone(),
             data_files: opts.data_files.clone(),
@@ -574,21 +579,7 @@ pub fn transfer(cal: &Calibration, target: &str, cases: &[Case], opts: &CalOptio
     pool(opts.threads)?.install(|| {
         let before = ev.errors(&own, &all);
         let after = ev.errors(&cal.fitted, &all);
-        let b = ev.simulate(&own, &all);
-        let a = ev.simulate(&cal.fitted, &all);
-        let cases = ev
-            .cases
-            .iter()
-            .zip(b.into_iter().zip(a))
-            .map(|(c, (b, a))| CalCase {
-                id: c.id.clone(),
-                kind: c.kind.to_string(),
-                measured: c.value,
-                weight: c.trust.weight(),
-                before: b.ok(),
-                after: a.ok(),
-            })
-            .collect();
+        let cases = ev.compare(&own, &cal.fitted);
         Ok(Transfer {
             from: cal.preset.clone(),
             target: target.to_string(),
@@ -875,6 +866,35 @@ mod tests {
             assert!(e.message.contains("datasheet"), "{k}: {e}");
         }
         assert!(resolve_params(&b, &["l2.hit_latancy".into()], false).is_err());
+    }
+
+    #[test]
+    fn a_fit_carries_to_another_part_unchanged() {
+        // One cheap case per part: the L1 hit latency of an A100 and of an H800 PCIe.
+        let all = crate::reference::load_default().unwrap();
+        let cases: Vec<Case> =
+            all.into_iter().filter(|c| c.id == "lat-a10080-l1-rrze" || c.id == "lat-h800pcie-l1-hpmll").collect();
+        assert_eq!(cases.len(), 2);
+        let opts = CalOptions {
+            preset: "a100-sxm4-80gb".into(),
+            fit: vec!["l1.hit_latency".into()],
+            folds: 0,
+            max_iter: 4,
+            ..CalOptions::default()
+        };
+        let cal = calibrate(&cases, &opts).unwrap();
+        assert_eq!(cal.cases.len(), 1, "only the A100 case is fitted");
+        let t = transfer(&cal, "h800-pcie", &cases, &opts).unwrap();
+        assert_eq!(t.values, cal.fitted);
+        assert_eq!(t.cases.len(), 1);
+        assert_eq!(t.cases[0].id, "lat-h800pcie-l1-hpmll");
+        // The H800's own L1 latency (32 cycles measured) against the A100's (33): the carried
+        // value makes the prediction the A100's.
+        let (before, after) = (t.cases[0].before.unwrap(), t.cases[0].after.unwrap());
+        assert!((before - 32.0).abs() < 1.0 && (after - cal.fitted[0]).abs() < 1.0, "{before} {after}");
+        assert!(t.markdown().contains("h800-pcie") && t.text().contains("carried to h800-pcie"));
+        // A part with no case of the selection is an error the CLI reports as a note.
+        assert!(transfer(&cal, "h200-sxm", &cases, &opts).is_err());
     }
 
     #[test]
