@@ -63,11 +63,7 @@ pub struct CalibrateArgs {
 pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
     gpusim_configs::load_preset(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
     let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
-    let threads = match a.threads {
-        Some(0) => return Err(CliError::input("--threads: must be at least 1")),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = crate::correlate_cmd::threads(a.threads)?;
     let cases = load_all(&a.data, &a.data_opts, a.quiet)?;
     let opts = CalOptions {
         preset: a.arch.clone(),

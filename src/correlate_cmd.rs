@@ -53,6 +53,15 @@ pub struct CorrelateArgs {
     pub quiet: bool,
 }
 
+/// `--threads`: at least 1; by default the number of cores.
+pub fn threads(arg: Option<usize>) -> CliResult<usize> {
+    match arg {
+        Some(0) => Err(CliError::input("--threads: must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
 /// How `--data` CSV files are read (shared by `gpusim correlate` and `gpusim calibrate`).
 #[derive(Args, Clone, Debug, Default)]
 pub struct DataArgs {
@@ -185,11 +194,7 @@ fn write_reports(c: &Correlation, a: &CorrelateArgs) -> CliResult {
 pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
     let arch = ArchChoice::parse(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
     let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
-    let threads = match a.threads {
-        Some(0) => return Err(CliError::input("--threads: must be at least 1")),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    let threads = threads(a.threads)?;
     let cases = load_all(&a.data, &a.data_opts, a.quiet)?;
     let opts = Options {
         arch,

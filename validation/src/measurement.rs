@@ -37,13 +37,12 @@
 //! file-level tables; [`hardware_for`] names a device the way the reference data and the preset
 //! tables do, so that `gpusim correlate --data` finds the preset.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::reference::{Case, Error, Kind, Metric, Trust, parse_file};
+use crate::reference::{Case, Error, Kind, Metric, parse_file};
 
 /// `how_read` of every case `gpusim measure` writes.
 pub const HOW_READ: &str = "gpusim measure";
@@ -139,46 +138,7 @@ pub fn load(path: impl AsRef<Path>) -> Result<Measurements, Error> {
 /// A case with the given identity and value, every optional field empty, trust high,
 /// `how_read` = [`HOW_READ`], and `hardware`, `source`, `locator` empty (for the caller to set).
 pub fn new_case(id: impl Into<String>, kind: Kind, metric: Metric, value: f64) -> Case {
-    Case {
-        id: id.into(),
-        kind,
-        hardware: String::new(),
-        clock_mhz: None,
-        metric,
-        value,
-        value_raw_flops_per_s: None,
-        level: None,
-        footprint_kb: None,
-        kernel: None,
-        dtype: None,
-        layout: None,
-        m: None,
-        n: None,
-        k: None,
-        batch: None,
-        heads: None,
-        seqlen: None,
-        headdim: None,
-        causal: None,
-        direction: None,
-        implementation: None,
-        experts: None,
-        topk: None,
-        tokens: None,
-        tokens_per_expert: None,
-        hidden: None,
-        memory_gbps: None,
-        source: String::new(),
-        locator: String::new(),
-        how_read: HOW_READ.to_string(),
-        trust: Trust::High,
-        notes: None,
-        device: None,
-        method: None,
-        extra: BTreeMap::new(),
-        file: PathBuf::new(),
-        line: 0,
-    }
+    Case { how_read: HOW_READ.to_string(), ..Case::new(id, kind, metric, value) }
 }
 
 /// The part as the reference data names it, from the driver's device name and SM count: the
@@ -430,7 +390,7 @@ mod tests {
             .iter()
             .map(|c| {
                 let mut c = c.clone();
-                c.file = PathBuf::new();
+                c.file = std::path::PathBuf::new();
                 c.line = 0;
                 c
             })

@@ -261,6 +261,52 @@ pub struct Case {
 }
 
 impl Case {
+    /// A case with its identity and value and every optional field empty: `trust` high,
+    /// `hardware`, `source`, `locator` and `how_read` empty for the caller to set. For readers of
+    /// other formats (measurement files, Nsight Compute exports).
+    pub fn new(id: impl Into<String>, kind: Kind, metric: Metric, value: f64) -> Case {
+        Case {
+            id: id.into(),
+            kind,
+            hardware: String::new(),
+            clock_mhz: None,
+            metric,
+            value,
+            value_raw_flops_per_s: None,
+            level: None,
+            footprint_kb: None,
+            kernel: None,
+            dtype: None,
+            layout: None,
+            m: None,
+            n: None,
+            k: None,
+            batch: None,
+            heads: None,
+            seqlen: None,
+            headdim: None,
+            causal: None,
+            direction: None,
+            implementation: None,
+            experts: None,
+            topk: None,
+            tokens: None,
+            tokens_per_expert: None,
+            hidden: None,
+            memory_gbps: None,
+            source: String::new(),
+            locator: String::new(),
+            how_read: String::new(),
+            trust: Trust::High,
+            notes: None,
+            device: None,
+            method: None,
+            extra: BTreeMap::new(),
+            file: PathBuf::new(),
+            line: 0,
+        }
+    }
+
     /// `file:line` of the case's `[[case]]` header.
     pub fn location(&self) -> String {
         format!("{}:{}", self.file.display(), self.line)

@@ -45,7 +45,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::kernel_cases::{EXTRA_BLOCK, EXTRA_GRID, EXTRA_KERNEL_NAME, EXTRA_NCU_ID, EXTRA_SM_CYCLES, KERNEL_KIND};
-use crate::reference::{Case, Kind, Metric, Trust};
+use crate::reference::{Case, Kind, Metric};
 
 /// Metrics giving a launch's duration, in order of preference (raw name, then the details
 /// page's name).
@@ -266,46 +266,17 @@ pub fn to_cases(path: &Path, kernels: &[NcuKernel], hardware: Option<&str>) -> V
                     k.cc.as_deref().unwrap_or("?")
                 )
             });
+            // The export names no clocks or method beyond what `extra` keeps.
             Case {
-                id: format!("{stem}-{}", k.id),
-                kind: Kind::Other(KERNEL_KIND.to_string()),
                 hardware,
                 clock_mhz: k.sm_clock_mhz,
-                metric: Metric::Us,
-                value: k.duration_us,
-                value_raw_flops_per_s: None,
-                level: None,
-                footprint_kb: None,
-                kernel: None,
-                dtype: None,
-                layout: None,
-                m: None,
-                n: None,
-                k: None,
-                batch: None,
-                heads: None,
-                seqlen: None,
-                headdim: None,
-                causal: None,
-                direction: None,
-                implementation: None,
-                experts: None,
-                topk: None,
-                tokens: None,
-                tokens_per_expert: None,
-                hidden: None,
-                memory_gbps: None,
                 source: source.clone(),
                 locator: format!("ID {}, {}", k.id, k.name),
                 how_read: "Nsight Compute CSV".into(),
-                trust: Trust::High,
-                notes: None,
                 extra,
-                // The export names no clocks or method beyond what `extra` keeps.
-                device: None,
-                method: None,
                 file: path.to_path_buf(),
                 line: k.line,
+                ..Case::new(format!("{stem}-{}", k.id), Kind::Other(KERNEL_KIND.to_string()), Metric::Us, k.duration_us)
             }
         })
         .collect()
