@@ -426,7 +426,8 @@ pub fn config_hash(preset: &str) -> Result<String, String> {
     Ok(hash_str(&to_toml(&arch)))
 }
 
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+/// The message of a caught panic.
+pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<String>()
         .cloned()
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
