@@ -63,7 +63,19 @@ enum Cmd {
     Measure(measure_cmd::MeasureArgs),
 }
 
+/// Rust ignores SIGPIPE, so `gpusim ... | head` would make `println!` panic once the reader has
+/// gone. Restore the default action: like any Unix filter, gpusim then ends quietly when its
+/// output is closed.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists; only resets a signal action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     let res: CliResult = match cli.cmd {
         Cmd::Run(a) => run::run(a),

@@ -2,7 +2,8 @@
 //! (`gpusim calibrate`).
 //!
 //! - **Cases**: those of the selected kinds whose hardware maps to the preset, planned as in
-//!   [`crate::correlate`] ([`plan_case`]); GEMM cases above `max_flops` are skipped (listed).
+//!   [`crate::correlate`] ([`plan_case`]); GEMM cases above `max_flops` and disputed cases
+//!   ([`memory_cases::DISPUTED`]) are skipped (listed).
 //! - **Parameters**: dotted config keys ([`resolve_params`]). Datasheet-fixed ones (`sm.count`,
 //!   `clocks.*`, `tensor.flops_per_clk_per_sm.*`, `hbm.bandwidth`, sizes) are refused unless
 //!   allowed. Bounds: the schema's declared range ([`gpusim_configs::ParamInfo::range`]) where it
@@ -33,6 +34,7 @@ use serde::Serialize;
 
 use crate::correlate::{ArchChoice, CasePlan, Job, KindSelection, plan_case, simulate_on};
 use crate::hash::hash_str;
+use crate::memory_cases;
 use crate::optimize::{NmOptions, nelder_mead};
 use crate::reference::{Case, Kind};
 use crate::stats::{mape, weighted_abs_log_error};
@@ -472,6 +474,12 @@ fn evaluator<'a>(
     let mut case_job = Vec::new();
     let mut skipped = Vec::new();
     for c in cases.iter().filter(|c| opts.kinds.contains(&c.kind)) {
+        // A case that contradicts a higher-trust one on the same part would pull the fit towards
+        // it and, held out, charge the fit for not matching both: neither trains nor validates.
+        if let Some((_, with, _)) = memory_cases::DISPUTED.iter().find(|d| d.0 == c.id) {
+            skipped.push((c.id.clone(), format!("disputed: contradicts {with} (see gpusim correlate)")));
+            continue;
+        }
         match plan_case(c, &choice) {
             CasePlan::Skip(why) => skipped.push((c.id.clone(), why)),
             CasePlan::Run(job) => {
@@ -684,6 +692,28 @@ mod tests {
         assert!(t.markdown().contains("h800-pcie") && t.text().contains("carried to h800-pcie"));
         // A part with no case of the selection is an error the CLI reports as a note.
         assert!(transfer(&cal, "h200-sxm", &cases, &opts).is_err());
+    }
+
+    #[test]
+    fn disputed_cases_neither_train_nor_validate() {
+        // The two A100 L1 latencies contradict each other (33 and 39 cycles): only the
+        // high-trust one is fitted; the other is listed as skipped with the case it contradicts.
+        let all = crate::reference::load_default().unwrap();
+        let cases: Vec<Case> =
+            all.into_iter().filter(|c| c.id == "lat-a10080-l1-rrze" || c.id == "lat-a100sxm-l1-dewing").collect();
+        assert_eq!(cases.len(), 2);
+        let opts = CalOptions {
+            preset: "a100-sxm4-80gb".into(),
+            fit: vec!["l1.hit_latency".into()],
+            folds: 0,
+            max_iter: 4,
+            ..CalOptions::default()
+        };
+        let cal = calibrate(&cases, &opts).unwrap();
+        assert_eq!(cal.cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["lat-a10080-l1-rrze"]);
+        let (id, why) = &cal.skipped[0];
+        assert_eq!(id, "lat-a100sxm-l1-dewing");
+        assert!(why.contains("disputed") && why.contains("lat-a10080-l1-rrze"), "{why}");
     }
 
     #[test]
