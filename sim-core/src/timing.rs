@@ -41,6 +41,11 @@ pub enum OpKind {
     MbarWait,
     MbarArrive,
     MbarInit,
+    /// `USETMAXREG.DEALLOC` (`setmaxnreg.dec`): gives registers back to the CTA's pool.
+    RegRelease,
+    /// `USETMAXREG.TRY_ALLOC` (`setmaxnreg.inc`): takes registers from the CTA's pool, waiting
+    /// until other warps have released enough (see `sm/regalloc.rs`).
+    RegAcquire,
     /// Memory-class instructions without a data access (`CCTL`, `UTMAPF`, ...): fixed latency.
     Other,
 }
@@ -112,6 +117,8 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         Semantics::MbarWait => OpKind::MbarWait,
         Semantics::MbarArrive => OpKind::MbarArrive,
         Semantics::MbarInit => OpKind::MbarInit,
+        Semantics::SetMaxReg if d.mnemonic.contains(".DEALLOC") || d.mnemonic.contains(".DEC") => OpKind::RegRelease,
+        Semantics::SetMaxReg => OpKind::RegAcquire,
         _ => match d.mem {
             MemSpace::Shared => OpKind::SharedMem,
             MemSpace::Global | MemSpace::Local | MemSpace::Generic | MemSpace::Texture | MemSpace::SharedCluster => {

@@ -293,3 +293,59 @@ fn launch_latency_is_part_of_each_kernels_time() {
     assert_eq!((b0 - a0, b1 - a1), (500, 500), "each kernel pays the latency once");
     assert_eq!(bt - at, 1000, "two kernels in one stream pay it twice");
 }
+
+/// Warp 0 runs a 100-long dependent FFMA chain, then gives registers back (`USETMAXREG.DEALLOC`
+/// to 32 per thread); warp 1 first asks to grow to `grow_to` per thread. Both start with 64.
+fn register_reallocation(grow_to: i32) -> Result<gpusim_sim_core::Report, String> {
+    let mut a = arch(1);
+    a.sim.watchdog_cycles = gpusim_configs::Cycles(2000);
+    let mut kb = KB::new("realloc", 1, 64);
+    kb.info.regs_per_thread = 64;
+    let f = kb.inst("FFMA", Some(10), &[10, 2, 10]);
+    let exit = kb.inst("EXIT", None, &[]);
+    let mut dealloc = kb.inst("USETMAXREG.DEALLOC.CTAPOOL", None, &[]);
+    dealloc.imm = 32;
+    let mut alloc = kb.inst("USETMAXREG.TRY_ALLOC.CTAPOOL", None, &[]);
+    alloc.imm = grow_to;
+    let mut b = ProgramBuilder::new("producer");
+    for _ in 0..100 {
+        b.inst(f);
+    }
+    b.inst(dealloc).inst(exit);
+    let p0 = kb.program(b.finish().unwrap());
+    let mut b = ProgramBuilder::new("consumer");
+    b.inst(alloc).inst(f).inst(exit);
+    let p1 = kb.program(b.finish().unwrap());
+    kb.layout = vec![p0, p1];
+    let mut src = gpusim_isa::MemTraceSource::new(gpusim_isa::Trace { kernels: vec![kb.build()] });
+    gpusim_sim_core::simulate(&a, &mut src, &gpusim_sim_core::SimOptions::default()).map_err(|e| e.to_string())
+}
+
+#[test]
+fn register_allocation_waits_for_another_warps_release() {
+    // Growing from 64 to 96 per thread takes the 32 × 32 registers warp 0 releases after its
+    // chain, not before. Its FFMAs issue at cycles 1, 5, ..., 397; the DEALLOC reads no register,
+    // so it issues at 398. Warp 1's attempt at cycle 1 does not issue; it waits from then until
+    // woken at 399: 398 cycles. It grows at 399, issues its FFMA at 400 and EXIT at 401; the CTA ends at 402.
+    let r = register_reallocation(96).unwrap();
+    let k = &r.kernels[0];
+    assert_eq!(k.stalls["barrier"], 398, "{:?}", k.stalls);
+    assert_eq!(k.cycles, 402);
+    assert_eq!(k.resident_warp_cycles, k.stalls.values().sum::<u64>());
+    // Shrinking or keeping the count never waits.
+    let r = register_reallocation(64).unwrap();
+    assert!(r.kernels[0].stalls.get("barrier").copied().unwrap_or(0) == 0, "{:?}", r.kernels[0].stalls);
+}
+
+#[test]
+fn register_allocation_beyond_the_ctas_registers_is_reported_not_hung() {
+    // 128 per thread needs 64 × 32 more registers; only 32 × 32 are ever released.
+    let msg = register_reallocation(128).unwrap_err();
+    assert!(
+        msg.contains("realloc")
+            && msg.contains("USETMAXREG")
+            && msg.contains("2048 registers")
+            && msg.contains("holds 1024"),
+        "{msg}"
+    );
+}

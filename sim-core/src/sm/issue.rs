@@ -24,6 +24,10 @@ impl Sm {
         let inst = self.w.next[s].expect("a running warp has a next instruction");
         let t = k.timing[inst.op as usize];
         let pipe = t.class.index();
+        if t.kind == OpKind::RegAcquire && !self.can_acquire(s, &inst) {
+            // Woken by the next release in the CTA (`release_regs`).
+            return Err(Blocked { reason: StallReason::Barrier, until: u64::MAX });
+        }
 
         // Structural hazards: the pipe, and the backlog of the LD/ST data port.
         let pipe_free = self.subs[sc].pipe_free[pipe];
@@ -65,6 +69,8 @@ impl Sm {
         let mut result = (now + t.latency as u64, t.dep_reason);
         match t.kind {
             OpKind::Alu | OpKind::Other => {}
+            OpKind::RegRelease => self.release_regs(s, &inst, now, k),
+            OpKind::RegAcquire => self.acquire_regs(s, &inst),
             OpKind::Branch => {
                 self.set_dsts(s, &inst, result);
                 self.w.cursor[s].advance();

@@ -10,6 +10,7 @@ pub mod banks;
 pub mod coalesce;
 mod issue;
 mod mbarrier;
+mod regalloc;
 pub mod scheduler;
 pub mod warps;
 
@@ -62,6 +63,8 @@ pub(crate) struct CtaSlot {
     /// waits for in this model).
     bulk_done: u64,
     regs_per_warp: u32,
+    /// Registers released by `USETMAXREG.DEALLOC` and not yet taken by `TRY_ALLOC`.
+    reg_pool: u32,
     smem: u64,
     threads: u32,
     mbars: Vec<mbarrier::Mbar>,
@@ -102,6 +105,7 @@ struct SmParams {
     max_ctas: u32,
     max_threads: u32,
     regs_per_sub: u32,
+    register_alloc_unit: u32,
     smem: u64,
     sub_cores: u32,
     lsu_depth: usize,
@@ -169,6 +173,7 @@ impl Sm {
                 max_ctas: s.max_ctas,
                 max_threads: s.max_threads,
                 regs_per_sub: s.registers / s.sub_cores.max(1),
+                register_alloc_unit: s.register_alloc_unit.max(1),
                 smem: s.shared_mem_per_sm.0,
                 sub_cores: s.sub_cores.max(1),
                 lsu_depth: s.lsu_queue_depth.max(1) as usize,
@@ -264,6 +269,7 @@ impl Sm {
         c.mbars.clear();
         c.mbar_waiters.clear();
         c.regs_per_warp = o.regs_per_warp;
+        c.reg_pool = 0;
         c.smem = o.smem_per_cta;
         c.threads = k.info.threads_per_cta();
         self.ctas_used += 1;
@@ -301,6 +307,7 @@ impl Sm {
             w.wgmma_groups[s] = GroupRing::default();
             w.reg_ready[s] = [0; gpusim_isa::reg::REG_SPACE];
             w.reg_reason[s] = [StallReason::Wait as u8; gpusim_isa::reg::REG_SPACE];
+            w.regs_held[s] = o.regs_per_warp;
             w.cursor[s] = Cursor::new(cta.coord.as_array(), wi as u32);
             w.next[s] = w.cursor[s].peek(&prog).copied();
             w.program[s] = Some(prog);
@@ -491,6 +498,12 @@ impl Sm {
                 None => "(end of program)".into(),
             };
             let waits = match phase {
+                _ if self.w.ready_at[s] == u64::MAX && self.acquire_pending(s, k).is_some() => {
+                    let (need, free) = self.acquire_pending(s, k).unwrap_or_default();
+                    format!(
+                        "{need} registers from its CTA's pool, which holds {free} (USETMAXREG asks for more than was released)"
+                    )
+                }
                 Phase::Barrier => format!("a CTA barrier ({} of {} live warps arrived)", c.at_barrier, c.live_warps),
                 Phase::Mbar => "an mbarrier phase that never completes (missing arrivals or copies)".to_string(),
                 _ if self.w.ready_at[s] == u64::MAX => {

@@ -91,6 +91,8 @@ pub struct Warps {
     pub reg_ready: Vec<[u64; REG_SPACE]>,
     /// Per register: what kind of producer writes it (a [`StallReason`] index).
     pub reg_reason: Vec<[u8; REG_SPACE]>,
+    /// Registers the warp holds (all 32 lanes), changed by `USETMAXREG`.
+    pub regs_held: Vec<u32>,
 }
 
 impl Warps {
@@ -116,6 +118,7 @@ impl Warps {
             wgmma_groups: vec![GroupRing::default(); n],
             reg_ready: vec![[0; REG_SPACE]; n],
             reg_reason: vec![[StallReason::Wait as u8; REG_SPACE]; n],
+            regs_held: vec![0; n],
         }
     }
 

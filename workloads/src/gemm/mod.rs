@@ -113,8 +113,10 @@
 //! - Stages restart at 0 for each tile (CUTLASS carries the pipeline state over); identical when
 //!   the k-iterations per tile are a multiple of the stages.
 //!
-//! `USETMAXREG` reallocates nothing in the simulator; `KernelInfo::regs_per_thread` is what a
-//! launch of `1 + consumers` warpgroups gets (168 for three).
+//! `KernelInfo::regs_per_thread` is what a launch of `1 + consumers` warpgroups gets (168 for
+//! three); the producer's `USETMAXREG.DEALLOC` to 40 gives back exactly what the consumers'
+//! `TRY_ALLOC` to 232 (240 for one consumer) take from the CTA's pool, which the simulator
+//! checks (sim-core `sm/regalloc.rs`: a consumer waits for the release).
 
 mod ampere;
 mod asm;
