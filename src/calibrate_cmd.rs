@@ -29,7 +29,7 @@ pub struct CalibrateArgs {
     /// Also fit datasheet-fixed parameters (SM count, clocks, peak rates, bandwidth, sizes).
     #[arg(long)]
     pub allow_datasheet: bool,
-    /// Kinds of cases (as for `gpusim correlate`). Default: gemm, latency, bandwidth and kernel.
+    /// Kinds of cases (as for `gpusim correlate`). Default: gemm, gemm_twin, latency, bandwidth and kernel.
     #[arg(long)]
     pub kind: Vec<String>,
     /// Folds of the cross-validation (at most the number of cases; below 2: none).

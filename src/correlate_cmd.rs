@@ -24,9 +24,9 @@ pub struct CorrelateArgs {
     pub data: Vec<PathBuf>,
     #[command(flatten)]
     pub data_opts: DataArgs,
-    /// Kinds of cases: gemm, latency, bandwidth, memory (latency and bandwidth), kernel,
-    /// attention, moe, peak or all; repeatable or comma-separated. Default: gemm, latency,
-    /// bandwidth and kernel.
+    /// Kinds of cases: gemm, gemm_twin (our CUDA twins, simulated with their own recipe),
+    /// latency, bandwidth, memory (latency and bandwidth), kernel, attention, moe, peak or all;
+    /// repeatable or comma-separated. Default: gemm, gemm_twin, latency, bandwidth and kernel.
     #[arg(long)]
     pub kind: Vec<String>,
     /// Write everything (cases, statistics, provenance) as JSON to this file.

@@ -8,7 +8,7 @@ use std::time::Instant;
 use gpusim_configs::Arch;
 use gpusim_isa::MemTraceSource;
 use gpusim_sim_core::{SimOptions, simulate};
-use gpusim_workloads::gemm::{self, Dtype, GemmProblem};
+use gpusim_workloads::gemm::{self, Dtype, GemmProblem, Twin};
 
 use crate::hash::{hash_str, hash_trace};
 use crate::reference::{Case, Metric};
@@ -52,6 +52,9 @@ pub struct GemmShape {
     pub dtype: GemmDtype,
     /// DeepGEMM-style fp8 with 1×128 / 128×128 block scaling.
     pub block_scaled: bool,
+    /// A CUDA twin's fixed design (a `gemm_twin` case); `None`: the default recipe, what a tuned
+    /// library would pick.
+    pub twin: Option<Twin>,
 }
 
 impl GemmShape {
@@ -68,6 +71,9 @@ impl GemmShape {
         }
         if self.block_scaled {
             s += ", block-scaled";
+        }
+        if let Some(t) = self.twin {
+            s += &format!(", twin {}", t.short());
         }
         s
     }
@@ -118,7 +124,19 @@ pub fn gemm_shape(case: &Case) -> Result<GemmShape, String> {
     if block_scaled && dtype != GemmDtype::Fp8 {
         return Err(format!("block scaling is an fp8 recipe; the case's dtype is {}", dtype.as_str()));
     }
-    Ok(GemmShape { m, n, k, batch: case.batch.unwrap_or(1), dtype, block_scaled })
+    Ok(GemmShape { m, n, k, batch: case.batch.unwrap_or(1), dtype, block_scaled, twin: None })
+}
+
+/// Kind of the cases `gpusim measure` writes for the CUDA twins.
+pub const TWIN_KIND: &str = "gemm_twin";
+
+/// The shape of a `gemm_twin` case and the twin its id names (`gemm-twin-mma-sm80-MxNxK`).
+pub fn twin_shape(case: &Case) -> Result<GemmShape, String> {
+    let twin = Twin::from_case_id(&case.id).ok_or_else(|| {
+        let known: Vec<String> = Twin::ALL.iter().map(|t| format!("gemm-twin-{}-MxNxK", t.short())).collect();
+        format!("a {TWIN_KIND} case id names its twin ({}); `{}` does not", known.join(" or "), case.id)
+    })?;
+    Ok(GemmShape { twin: Some(twin), ..gemm_shape(case)? })
 }
 
 /// One simulated GEMM.
@@ -141,7 +159,8 @@ pub struct GemmRun {
     pub wall_s: f64,
 }
 
-/// Generates the default recipe's trace for `shape` on `arch` and simulates it.
+/// Generates the trace of `shape`'s recipe (its twin's, else the default one for `arch`) and
+/// simulates it.
 pub fn run_gemm(arch: &Arch, shape: &GemmShape) -> Result<GemmRun, String> {
     let t0 = Instant::now();
     let problem = GemmProblem {
@@ -152,7 +171,17 @@ pub fn run_gemm(arch: &Arch, shape: &GemmShape) -> Result<GemmRun, String> {
         dtype: shape.dtype.to_workloads(),
         block_scaled: shape.block_scaled,
     };
-    let recipe = gemm::default_recipe(arch, &problem);
+    let recipe = match shape.twin {
+        Some(t) if !t.runs_on(arch.compute_capability) => {
+            return Err(format!(
+                "the {} twin does not run on compute capability {}",
+                t.short(),
+                arch.compute_capability
+            ));
+        }
+        Some(t) => t.recipe(),
+        None => gemm::default_recipe(arch, &problem),
+    };
     let recipe_text = recipe.to_string();
     let trace = gemm::generate(arch, &problem, &recipe).map_err(|e| format!("generate: {e}"))?;
     let trace_hash = hash_trace(&trace)?;
@@ -200,7 +229,8 @@ mod tests {
     #[test]
     fn a_small_gemm_simulates_deterministically() {
         let arch = gpusim_configs::load_preset("h100-sxm5-80gb").unwrap();
-        let shape = GemmShape { m: 1024, n: 1024, k: 1024, batch: 1, dtype: GemmDtype::Bf16, block_scaled: false };
+        let shape =
+            GemmShape { m: 1024, n: 1024, k: 1024, batch: 1, dtype: GemmDtype::Bf16, block_scaled: false, twin: None };
         let a = run_gemm(&arch, &shape).unwrap();
         assert!((a.tflops - shape.flops() / (a.time_us * 1e-6) / 1e12).abs() < 1e-9 * a.tflops);
         assert!(a.tflops > 10.0 && a.recipe.starts_with("hopper"), "{a:?}");

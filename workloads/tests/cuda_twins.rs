@@ -592,43 +592,17 @@ fn check_reference(name: &str, fresh: &str, arch: &str) {
 // ---------------------------------------------------------------------------------------------
 // The recipes
 
-use gpusim_workloads::gemm::{self, AmpereRecipe, Dtype, Epilogue, GemmProblem, HopperRecipe, Recipe};
+use gpusim_workloads::gemm::{self, Dtype, GemmProblem, Recipe};
 
 const AMPERE_TILE: Tile = Tile { m: 128, n: 128, k: 32, elem: 2 };
 const HOPPER_TILE: Tile = Tile { m: 128, n: 256, k: 64, elem: 2 };
 
-/// The Ampere twin's design: 128×128×32 CTA tile, 8 warps of 64×32 (2 along M × 4 along N),
-/// 4 stages, no split-K, no rasterisation swizzle.
 fn ampere_recipe() -> Recipe {
-    Recipe::Ampere(AmpereRecipe {
-        cta_m: 128,
-        cta_n: 128,
-        cta_k: 32,
-        warp_m: 64,
-        warp_n: 32,
-        stages: 4,
-        split_k: 1,
-        swizzle: 1,
-    })
+    gemm::Twin::Ampere.recipe()
 }
 
-/// The Hopper twin's design: 128×256×64 CTA tile, 4 stages, 2 consumer warpgroups, no cluster,
-/// one output tile per CTA (not persistent), stores straight from the accumulators.
 fn hopper_recipe() -> Recipe {
-    Recipe::Hopper(HopperRecipe {
-        cta_m: 128,
-        cta_n: 256,
-        cta_k: 64,
-        stages: 4,
-        consumers: 2,
-        cluster_m: 1,
-        cluster_n: 1,
-        multicast: false,
-        persistent: false,
-        raster_swizzle: 0,
-        split_k: 1,
-        epilogue: Epilogue::Direct,
-    })
+    gemm::Twin::Hopper.recipe()
 }
 
 fn arch(preset: &str) -> gpusim_configs::Arch {

@@ -26,7 +26,7 @@ use gpusim_configs::{load_preset, to_toml};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::gemm_cases::{GemmShape, gemm_shape, run_gemm};
+use crate::gemm_cases::{GemmShape, TWIN_KIND, gemm_shape, run_gemm, twin_shape};
 use crate::hash::hash_str;
 use crate::kernel_cases::{KERNEL_KIND, KernelJob, plan_kernel_case, run_kernel_job, trace_hash};
 use crate::memory_cases::{self, Bench, Plan, arch_for, memory_case_plan};
@@ -116,13 +116,13 @@ pub fn parse_kinds(specs: &[String]) -> Result<KindSelection, String> {
                     kinds.insert(Kind::Latency);
                     kinds.insert(Kind::Bandwidth);
                 }
-                KERNEL_KIND => {
-                    kinds.insert(Kind::Other(KERNEL_KIND.to_string()));
+                KERNEL_KIND | TWIN_KIND => {
+                    kinds.insert(Kind::Other(s.to_string()));
                 }
                 _ => match Kind::from(s.to_string()) {
                     Kind::Other(o) => {
                         return Err(format!(
-                            "unknown kind `{o}`: use gemm, latency, bandwidth, memory, kernel, attention, moe, peak or all"
+                            "unknown kind `{o}`: use gemm, gemm_twin, latency, bandwidth, memory, kernel, attention, moe, peak or all"
                         ));
                     }
                     k => {
@@ -143,10 +143,18 @@ pub enum KindSelection {
 }
 
 impl KindSelection {
-    /// GEMM, latency, bandwidth and kernel: every kind with a simulation today.
+    /// GEMM, GEMM twins, latency, bandwidth and kernel: every kind with a simulation today.
     pub fn default_kinds() -> KindSelection {
         KindSelection::Only(
-            [Kind::Gemm, Kind::Latency, Kind::Bandwidth, Kind::Other(KERNEL_KIND.to_string())].into_iter().collect(),
+            [
+                Kind::Gemm,
+                Kind::Other(TWIN_KIND.to_string()),
+                Kind::Latency,
+                Kind::Bandwidth,
+                Kind::Other(KERNEL_KIND.to_string()),
+            ]
+            .into_iter()
+            .collect(),
         )
     }
 
@@ -290,6 +298,15 @@ pub fn plan_case(case: &Case, arch: &ArchChoice) -> CasePlan {
                 return CasePlan::Skip(format!("no preset models the {}", case.hardware));
             };
             match gemm_shape(case) {
+                Ok(shape) => Job::Gemm { preset, clock_mhz: case.clock_mhz, shape },
+                Err(e) => return CasePlan::Skip(e),
+            }
+        }
+        k if k.as_str() == TWIN_KIND => {
+            let Some(preset) = preset_for_hardware(&case.hardware) else {
+                return CasePlan::Skip(format!("no preset models the {}", case.hardware));
+            };
+            match twin_shape(case) {
                 Ok(shape) => Job::Gemm { preset, clock_mhz: case.clock_mhz, shape },
                 Err(e) => return CasePlan::Skip(e),
             }
@@ -734,6 +751,43 @@ how_read = "h"
 source = "s"
 locator = "l"
 "#;
+
+    #[test]
+    fn twin_cases_are_simulated_with_their_own_design() {
+        use crate::reference::{Kind, Metric};
+        use gpusim_workloads::gemm::Twin;
+        let twin = |id: &str, hardware: &str| {
+            let mut c = Case::new(id, Kind::Other(TWIN_KIND.into()), Metric::Tflops, 100.0);
+            c.hardware = hardware.into();
+            (c.m, c.n, c.k) = (Some(512), Some(512), Some(512));
+            c.dtype = Some("bf16 in, fp32 accumulate, bf16 out".into());
+            c
+        };
+        let run = |c: &Case| match plan_case(c, &ArchChoice::Auto) {
+            CasePlan::Run(job @ Job::Gemm { .. }) => job,
+            other => panic!("{}: {other:?}", c.id),
+        };
+        let ampere = run(&twin("gemm-twin-mma-sm80-512x512x512", "A100 80GB"));
+        let Job::Gemm { preset, shape, .. } = &ampere else { unreachable!() };
+        assert_eq!((*preset, shape.twin), ("a100-sxm4-80gb", Some(Twin::Ampere)));
+        // The twin's 128×128×32 tile and 4 stages, where the default recipe picks another.
+        let arch = gpusim_configs::load_preset(preset).unwrap();
+        let g = run_gemm(&arch, shape).unwrap();
+        assert!(g.recipe.contains("cta_m=128 cta_n=128 cta_k=32") && g.recipe.contains("stages=4"), "{}", g.recipe);
+        let default = run_gemm(&arch, &GemmShape { twin: None, ..*shape }).unwrap();
+        assert_ne!(default.recipe, g.recipe);
+        // The Hopper twin runs on sm_90 only: on an A100 its case is a failure with the reason.
+        let hopper = run(&twin("gemm-twin-wgmma-sm90a-512x512x512", "A100 80GB"));
+        let Job::Gemm { shape, .. } = &hopper else { unreachable!() };
+        assert!(run_gemm(&arch, shape).unwrap_err().contains("compute capability 80"));
+        // An id that names no twin is skipped with the ids it should have.
+        match plan_case(&twin("gemm-twin-mystery-512x512x512", "A100 80GB"), &ArchChoice::Auto) {
+            CasePlan::Skip(why) => assert!(why.contains("gemm-twin-mma-sm80-MxNxK"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse_kinds(&["gemm_twin".into()]).unwrap().contains(&Kind::Other(TWIN_KIND.into())));
+        assert!(KindSelection::default_kinds().contains(&Kind::Other(TWIN_KIND.into())));
+    }
 
     #[test]
     fn every_reference_case_gets_a_plan_or_a_reason() {

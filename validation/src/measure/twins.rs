@@ -1,12 +1,14 @@
 //! The CUDA twins of the GEMM recipes (workloads/cuda/), run as they are: the Ampere twin
 //! (cp.async + ldmatrix + mma.sync, any sm_80+) and, on sm_90a, the Hopper twin (TMA + wgmma,
 //! tensor maps encoded with cuTensorMapEncodeTiled). Their cases have kind `gemm_twin`: each is
-//! one fixed kernel design, not a tuned library, so correlate must not compare it with the default
-//! recipe (it lists the kind as not simulated; the recipes these twins match are in
-//! workloads/tests/cuda_twins.rs).
+//! one fixed kernel design, not a tuned library, so correlate simulates it with the twin's own
+//! recipe (`gpusim_workloads::gemm::Twin::recipe`, checked against the twin's SASS by
+//! workloads/tests/cuda_twins.rs), never with the default recipe.
 
 use cudarc::driver::sys::{self, CUfunction_attribute};
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use gpusim_workloads::gemm::Twin as Design;
 
 use crate::measurement::new_case;
 use crate::reference::{Kind, Metric};
@@ -208,7 +210,8 @@ fn one(r: &mut Run, twin: Twin, (m, n, k): (u64, u64, u64)) -> Result<(), Measur
     })?;
     let tflops = 2.0 * (m * n * k) as f64 / (t.median_ms * 1e-3) / 1e12;
     let clock = r.case_clock(t.clocks)?;
-    let short = if hopper { "wgmma-sm90a" } else { "mma-sm80" };
+    // The id names the design (gpusim_workloads::gemm::Twin) that correlate simulates it with.
+    let short = if hopper { Design::Hopper } else { Design::Ampere }.short();
     let mut c =
         new_case(format!("gemm-twin-{short}-{m}x{n}x{k}"), Kind::Other("gemm_twin".into()), Metric::Tflops, tflops);
     c.clock_mhz = Some(clock);

@@ -123,6 +123,7 @@ mod asm;
 mod hopper;
 mod reduce;
 mod select;
+mod twins;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -131,6 +132,7 @@ use gpusim_configs::Arch;
 use gpusim_isa::{Semantics, Trace};
 
 pub use select::{Style, tuned_recipe};
+pub use twins::Twin;
 
 /// Input element type; accumulation is fp32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
