@@ -1,8 +1,11 @@
 //! `gpusim calibrate` end to end on a small synthetic data set: pointer-chase latencies on the
 //! H800 PCIe whose L2 reads 300 cycles (the preset says 264), fitting `l2.hit_latency`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+use common::*;
 
 const DATA: &str = r#"
 [[case]]
@@ -58,14 +61,8 @@ source = "synthetic"
 locator = "none"
 "#;
 
-fn gpusim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpusim")).args(args).output().expect("runs")
-}
-
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gpusim-calibrate-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = workdir("calibrate");
     std::fs::write(d.join("lat.toml"), DATA).unwrap();
     d
 }
@@ -131,8 +128,7 @@ fn fits_l2_latency_with_cross_validation_independent_of_threads() {
 
 #[test]
 fn datasheet_parameters_are_refused() {
-    let d = std::env::temp_dir().join(format!("gpusim-calibrate-ds-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    let d = workdir("calibrate-ds");
     let data = d.join("lat.toml");
     std::fs::write(&data, DATA).unwrap();
     let out = d.join("out.toml");

@@ -1,30 +1,11 @@
 //! End-to-end tests of the `gpusim` binary: the README's commands, and bad input of every kind
 //! giving exit code 2 and a message that names the place.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use std::path::Path;
 
-fn gpusim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpusim")).args(args).current_dir(root()).output().expect("runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
-fn fails_with(args: &[&str], needles: &[&str]) {
-    let o = gpusim(args);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{args:?}\nstdout: {out}\nstderr: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: `{n}` not in stderr:\n{err}");
-    }
-    assert!(!err.contains("panicked"), "{err}");
-}
+use common::*;
 
 #[test]
 fn readme_example_runs() {

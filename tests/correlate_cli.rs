@@ -1,8 +1,11 @@
 //! `gpusim correlate` end to end, on a small synthetic reference file: three cheap latency
 //! cases, one small GEMM, one attention case (not simulated, listed with its reason).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+use common::*;
 
 const DATA: &str = r#"
 [[case]]
@@ -74,29 +77,11 @@ source = "test"
 locator = "test"
 "#;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn gpusim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpusim")).args(args).current_dir(root()).output().expect("runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
 /// A fresh directory under the system temp dir holding the synthetic data file.
-fn workdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gpusim-correlate-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+fn data_dir(name: &str) -> PathBuf {
+    let d = workdir(&format!("correlate-{name}"));
     std::fs::write(d.join("cases.toml"), DATA).unwrap();
     d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// Runs correlate on the synthetic file; returns (stdout, JSON, csv, md).
@@ -133,7 +118,7 @@ fn without_timing(mut v: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn correlate_prints_the_table_and_writes_json_csv_and_markdown() {
-    let dir = workdir("table");
+    let dir = data_dir("table");
     let (out, v, csv, md) = run(&dir, "r", &["--threads", "2"]);
 
     // Terminal table: every simulated case with preset, values, error and trust; statistics.
@@ -195,7 +180,7 @@ fn correlate_prints_the_table_and_writes_json_csv_and_markdown() {
 
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
-    let dir = workdir("threads");
+    let dir = data_dir("threads");
     let (_, v1, csv1, md1) = run(&dir, "t1", &["--threads", "1"]);
     let (_, v2, csv2, md2) = run(&dir, "t2", &["--threads", "2"]);
     assert_eq!(csv1, csv2);
@@ -205,7 +190,7 @@ fn results_do_not_depend_on_the_thread_count() {
 
 #[test]
 fn an_explicit_preset_runs_only_its_cases() {
-    let dir = workdir("preset");
+    let dir = data_dir("preset");
     let data = dir.join("cases.toml");
     let o =
         gpusim(&["correlate", "--arch", "h800-pcie", "--data", s(&data), "--kind", "latency,gemm", "--threads", "2"]);
@@ -227,7 +212,7 @@ fn bad_input_exits_2_with_a_message() {
         assert!(!err.contains("panicked"), "{err}");
     };
     fails_with(&["correlate", "--arch", "auto", "--data", "no/such/cases.toml"], "no/such/cases.toml");
-    let dir = workdir("bad");
+    let dir = data_dir("bad");
     let data = dir.join("cases.toml");
     fails_with(&["correlate", "--arch", "h900-sxm", "--data", s(&data)], "unknown preset `h900-sxm`");
     fails_with(&["correlate", "--arch", "auto", "--data", s(&data), "--kind", "flops"], "unknown kind `flops`");

@@ -2,46 +2,12 @@
 //! --traces TRACE --hardware NAME`), end to end: the fixtures of validation/tests/fixtures/ncu
 //! with the traces of examples/.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn gpusim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpusim")).args(args).current_dir(root()).output().expect("runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
-fn workdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gpusim-correlate-ncu-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::*;
 
 const FFMA_CSV: &str = "validation/tests/fixtures/ncu/ffma_bound.csv";
 const ACCELSIM_CSV: &str = "validation/tests/fixtures/ncu/accelsim_example.csv";
-
-/// Runs the command, which must succeed; returns (stdout, stderr).
-fn ok(args: &[&str]) -> (String, String) {
-    let o = gpusim(args);
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{args:?}\nstdout: {out}\nstderr: {err}");
-    (out, err)
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 #[test]
 fn an_ncu_export_with_its_trace_is_simulated() {

@@ -4,15 +4,17 @@
 //! driver is missing. On a machine with an NVIDIA driver the cuda build instead measures one small
 //! group and the file it writes must load as reference cases.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn gpusim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpusim")).args(args).output().expect("run gpusim")
-}
+use common::gpusim;
 
+/// stdout and stderr together.
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    let (out, err) = common::text(o);
+    out + &err
 }
 
 fn tmp(name: &str) -> PathBuf {
