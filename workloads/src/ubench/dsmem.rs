@@ -23,14 +23,13 @@
 //! 16 KiB buffer at a 128-byte stride. With `generic = false` (local only) the chain is
 //! `LDS R6 <- R6` on the CTA's own shared memory (`ld.shared::cta`).
 //!
-//! **Limitations.** gpusim's address model has no distributed-shared-memory window yet: the isa
-//! has `MemSpace::SharedCluster` but no opcode maps to it, and generic `LD` goes to global memory.
-//! The addresses use the documented window `0x0000_7e00_0000_0000 + rank · 0x100_0000 + offset`
-//! (the hardware's layout below the window base: rank in bits 24..31), so a memory model can
-//! recognise them. The cluster barriers around the chain (`UCGABAR_ARV`, `UCGABAR_WAIT`) and
-//! `MAPA` are not in the isa's opcode table and are left out (they would run as unknown opcodes);
-//! so the remote CTA does not wait for rank 0 to finish, which matters only once the window is
-//! modelled.
+//! **Limitations.** The addresses use the documented window `0x0000_7e00_0000_0000 + rank ·
+//! 0x100_0000 + offset` (the hardware's layout below the window base: rank in bits 24..31); the
+//! SM model sends a generic access inside it to the addressed CTA's shared memory (sim-core
+//! `sm/issue.rs`, `cluster_target`), a remote rank at `sm.dsmem_latency`. The cluster barriers
+//! around the chain (`UCGABAR_ARV`, `UCGABAR_WAIT`) and `MAPA` are not in the isa's opcode table
+//! and are left out, so the remote CTA does not wait for rank 0 to finish: harmless here, as the
+//! chain only reads.
 
 use std::collections::BTreeMap;
 
