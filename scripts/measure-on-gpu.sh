@@ -14,7 +14,8 @@
 #   GPUSIM_BIN        an already-built gpusim (built with --features cuda): skips the build, so no
 #                     Rust toolchain is needed (for machines without internet access).
 #   GPUSIM_CUDA_LIBS  a folder (searched recursively) that already holds libnvrtc.so.13 and
-#                     libcublas.so.13: no wheel is downloaded when both are found there. Default:
+#                     libcublas.so.13 (with libcublasLt.so.13 beside it, as the wheel and the toolkit
+#                     ship them; the fp8 GEMMs need it): no wheel is downloaded when both are found there. Default:
 #                     $GPUSIM_WHEEL_CACHE, else ~/.cache/gpusim-wheels (where scripts/test.sh puts
 #                     NVRTC too). Also searched: /usr/local/cuda*/lib64 and Python's site-packages
 #                     (a PyTorch install brings both libraries as nvidia-* wheels).

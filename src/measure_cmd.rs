@@ -19,8 +19,8 @@ pub struct MeasureArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Only these groups (chase, stream, l2, smem, mma, wgmma, gemm, twins); repeatable or
-    /// comma-separated.
+    /// Only these groups (chase, stream, l2, smem, mma, wgmma, gemm, gemm-fp8, twins); repeatable
+    /// or comma-separated.
     #[arg(long)]
     pub only: Vec<String>,
 }

@@ -50,6 +50,24 @@ extern "C" __global__ void fill_f16(u16* p, unsigned long long n, unsigned seed)
     }
 }
 
+// fp8 e4m3 (round to nearest even, saturated to +-448) of uniform(i, seed), for the cuBLASLt fp8
+// GEMMs. The conversion instruction exists from sm_89 on; for older targets this file still has to
+// compile (util.cu is built for every device), so there the kernel only traps: the harness never
+// launches it below compute capability 8.9 (validation/src/measure/gemm_fp8.rs checks first).
+extern "C" __global__ void fill_e4m3(unsigned char* p, unsigned long long n, unsigned seed) {
+#if __CUDA_ARCH__ >= 890
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        unsigned short r;
+        // Two f32 in, two e4m3 out: the second operand goes to the low byte, which is the one kept.
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(uniform(i, seed)));
+        p[i] = (unsigned char)(r & 0xff);
+    }
+#else
+    __trap();
+#endif
+}
+
 // The SM clock: one thread per CTA spins for `spin_ns` of the global timer (nanoseconds) and
 // records how many SM clock cycles (clock64) that took. out[2 b] = cycles, out[2 b + 1] = ns.
 extern "C" __global__ void sm_clock(unsigned long long* out, unsigned long long spin_ns) {

@@ -2,7 +2,8 @@
 //! holds the instructions each is meant to exercise: the pointer chase a chain of dependent
 //! `LDG.E.64` (plain, and `.STRONG.GPU` for `ld.global.cg`) between two clock reads, STREAM
 //! `LDG.E.128`/`STG.E.128`, the L2 read `LDG.E.128.STRONG.GPU`, shared memory `STS` then `LDS`,
-//! `HMMA.16816`/`HMMA.1688`/`IMMA.16832` per type, `HGMMA.64x256x16` on sm_90a.
+//! `HMMA.16816`/`HMMA.1688`/`IMMA.16832` per type, `HGMMA.64x256x16` on sm_90a, the e4m3 fill's
+//! `F2FP.SATFINITE.E4M3.F32` on sm_90.
 //!
 //! Compiled on the CPU like the CUDA twins (workloads/tests/cuda_twins.rs): `scripts/sass.py`
 //! with the NVRTC and nvdisasm wheels in `$GPUSIM_WHEEL_CACHE` (installed by scripts/test.sh),
@@ -254,6 +255,17 @@ fn utilities_round_and_read_the_clocks() {
             f16.iter().any(|i| i.op.starts_with("F2FP") && !i.op.contains("BF16")),
             "fill_f16 ({arch}): no F2FP to f16"
         );
+        // The e4m3 conversion exists from sm_89 on; below, fill_e4m3 only traps (never launched).
+        let e4m3 = function(&fs, "fill_e4m3", "fill_e4m3");
+        if arch == "sm_80" {
+            assert!(e4m3.iter().any(|i| i.op.starts_with("BPT.TRAP")), "fill_e4m3 ({arch}): no trap");
+        } else {
+            assert!(
+                e4m3.iter().any(|i| i.op.starts_with("F2FP.SATFINITE.E4M3.F32")),
+                "fill_e4m3 ({arch}): no F2FP.SATFINITE.E4M3.F32"
+            );
+            assert!(e4m3.iter().any(|i| i.op == "STG.E.U8"), "fill_e4m3 ({arch}): no byte store");
+        }
         let clock = function(&fs, "sm_clock", "sm_clock");
         let reads = |sr: &str| clock.iter().filter(|i| i.operands.iter().any(|o| o == sr)).count();
         assert_eq!(reads("SR_CLOCKLO"), 2, "sm_clock ({arch})");

@@ -80,6 +80,24 @@ pub fn check_cublas() -> Result<(), MeasureError> {
     }
 }
 
+/// cuBLASLt can be opened. It ships with cuBLAS (same wheel, same folder), but is its own library
+/// that cudarc opens separately, and panics on if it is missing: check before the first call.
+pub fn check_cublaslt() -> Result<(), MeasureError> {
+    // SAFETY: as above.
+    if unsafe { cudarc::cublaslt::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(MeasureError::MissingLibrary {
+            library: "cuBLASLt (libcublasLt.so.13)",
+            tried: tried("cublasLt"),
+            hint:
+                "it comes with the CUDA 13 cuBLAS (`pip install --target DIR nvidia-cublas` installs both into one lib \
+                   folder): put that folder on LD_LIBRARY_PATH; scripts/measure-on-gpu.sh does both"
+                    .into(),
+        })
+    }
+}
+
 /// What the driver says about the device.
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {

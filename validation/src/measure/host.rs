@@ -68,6 +68,66 @@ pub fn f16_to_f32(h: u16) -> f32 {
     (sign * v) as f32
 }
 
+/// The largest finite e4m3 value, 1.75 · 2^8 (bits 0x7e): e4m3 has no infinities, and 0x7f is NaN.
+pub const E4M3_MAX: f32 = 448.0;
+
+/// fp8 e4m3 (OCP/NVIDIA "E4M3FN": 1 sign, 4 exponent bits with bias 7, 3 mantissa bits, no
+/// infinities, NaN = S.1111.111) of `x`, rounded to nearest even with saturation, as
+/// `cvt.rn.satfinite.e4m3x2.f32` (validation/cuda/util.cu `fill_e4m3`): magnitudes beyond 448
+/// (infinities included) become ±448, NaN becomes 0x7f. Exact for every f32.
+pub fn e4m3_bits(x: f32) -> u8 {
+    if x.is_nan() {
+        return 0x7f;
+    }
+    let sign = if x.is_sign_negative() { 0x80u8 } else { 0 };
+    let a = x.abs();
+    // Half the smallest subnormal (2^-10) or less rounds to zero (the tie goes to the even 0);
+    // this also keeps f32 subnormals, whose exponent field reads 0, out of the path below.
+    if a <= 2f32.powi(-10) {
+        return sign;
+    }
+    // From 448 up, round-to-nearest gives 448 (below 464) or the NaN pattern and beyond (from
+    // 464); .satfinite clamps both to 448.
+    if a >= E4M3_MAX {
+        return sign | 0x7e;
+    }
+    let e = ((a.to_bits() >> 23) & 0xff) as i32 - 127; // unbiased exponent of a normal f32
+    // The e4m3 ulp at this magnitude: 2^(e-3) for normals, 2^-9 below the smallest normal 2^-6.
+    let mut unit_exp = (e - 3).max(-9);
+    // a / 2^unit_exp is exact in f64 (24 significant bits), and so is its rounding.
+    let mut q = (a as f64 / 2f64.powi(unit_exp)).round_ties_even() as u32;
+    if q >= 16 {
+        // Rounded up into the next binade: 16 · 2^u = 8 · 2^(u+1).
+        q >>= 1;
+        unit_exp += 1;
+    }
+    // Below 448 the rounding stays at or under 448 = 14 · 2^5 (0x7e), so no NaN pattern here.
+    let bits = if q < 8 {
+        q // subnormal: unit_exp is -9 (q = 0 cannot happen: a > 2^-10)
+    } else {
+        let biased = (unit_exp + 3 + 7) as u32;
+        (biased << 3) | (q & 7)
+    };
+    sign | bits as u8
+}
+
+/// The value of an e4m3 byte (NaN for 0x7f and 0xff).
+pub fn e4m3_to_f32(b: u8) -> f32 {
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = ((b >> 3) & 0xf) as i32;
+    let m = (b & 7) as f32;
+    if e == 15 && m == 7.0 {
+        return f32::NAN;
+    }
+    // Every e4m3 value is exact in f32; powi of 2 is exact.
+    let v = if e == 0 { m * 2f32.powi(-9) } else { (1.0 + m / 8.0) * 2f32.powi(e - 7) };
+    sign * v
+}
+
+pub fn round_e4m3(x: f32) -> f32 {
+    e4m3_to_f32(e4m3_bits(x))
+}
+
 /// A small deterministic generator (SplitMix64) for host-side choices (permutations, samples).
 #[derive(Clone, Debug)]
 pub struct SplitMix(pub u64);
@@ -165,7 +225,14 @@ pub fn round_f16(x: f32) -> f32 {
 /// Whether a GEMM output entry (already rounded to a 16-bit type whose relative step is `eps`)
 /// agrees with its reference: within 2 ulps of the output type plus fp32 accumulation error.
 pub fn gemm_entry_ok(got: f64, reference: f64, abs_sum: f64, eps: f64) -> bool {
-    got.is_finite() && (got - reference).abs() <= 2.0 * eps * reference.abs() + 1e-4 * abs_sum + 1e-6
+    gemm_entry_within(got, reference, abs_sum, eps, 1e-4)
+}
+
+/// [`gemm_entry_ok`] with the accumulation error allowed as `acc` · Σ|a·b| (1e-4 for fp32
+/// accumulation through the whole sum; more where the tensor cores keep fewer bits between
+/// promotions, as for fp8 on Hopper).
+pub fn gemm_entry_within(got: f64, reference: f64, abs_sum: f64, eps: f64, acc: f64) -> bool {
+    got.is_finite() && (got - reference).abs() <= 2.0 * eps * reference.abs() + acc * abs_sum + 1e-6
 }
 
 #[cfg(test)]
@@ -212,6 +279,97 @@ mod tests {
             assert!((round_f16(x) - x).abs() <= x.abs() * 2f32.powi(-11) + 2f32.powi(-25), "{x}");
             assert!((round_bf16(x) - x).abs() <= x.abs() * 2f32.powi(-8), "{x}");
             assert_eq!(f16_to_f32(f16_bits(round_f16(x))), round_f16(x));
+        }
+    }
+
+    /// The nearest finite e4m3 value to `x` by search over all 254 of them, ties to the even
+    /// mantissa, magnitudes beyond 448 saturated: an independent reference for `e4m3_bits`.
+    fn e4m3_by_search(x: f32) -> u8 {
+        if x.is_nan() {
+            return 0x7f;
+        }
+        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+        let a = (x.abs() as f64).min(E4M3_MAX as f64);
+        let mut best = 0u8;
+        for b in 0..=0x7eu8 {
+            let (d, db) = ((e4m3_to_f32(b) as f64 - a).abs(), (e4m3_to_f32(best) as f64 - a).abs());
+            if d < db || (d == db && b & 1 == 0) {
+                best = b;
+            }
+        }
+        sign | best
+    }
+
+    #[test]
+    fn e4m3_known_values() {
+        assert_eq!(e4m3_bits(1.0), 0x38);
+        assert_eq!(e4m3_bits(-1.0), 0xb8);
+        assert_eq!(e4m3_bits(0.5), 0x30);
+        assert_eq!(e4m3_bits(-2.0), 0xc0);
+        assert_eq!(e4m3_bits(448.0), 0x7e);
+        assert_eq!(e4m3_bits(2f32.powi(-6)), 0x08); // smallest normal
+        assert_eq!(e4m3_bits(2f32.powi(-9)), 0x01); // smallest subnormal
+        assert_eq!(e4m3_bits(7.0 * 2f32.powi(-9)), 0x07); // largest subnormal
+        assert_eq!(e4m3_bits(0.0), 0x00);
+        assert_eq!(e4m3_bits(-0.0), 0x80);
+        // Ties to even: 1 + 1/16 lies between 1 (mantissa 0) and 1.125 (mantissa 1).
+        assert_eq!(e4m3_bits(1.0 + 1.0 / 16.0), 0x38);
+        assert_eq!(e4m3_bits(1.0 + 3.0 / 16.0), 0x3a);
+        assert_eq!(e4m3_bits(2f32.powi(-10)), 0x00); // half the smallest subnormal: to 0
+        assert_eq!(e4m3_bits(3.0 * 2f32.powi(-10)), 0x02); // 1.5 subnormal steps: to 2
+        assert_eq!(e4m3_bits(1.0 - 1.0 / 64.0), 0x38); // rounds up into the next binade
+        assert_eq!(e4m3_bits(15.5 * 2f32.powi(-10)), 0x08); // up from the subnormals to 2^-6
+        // Saturation, no infinities; NaN stays NaN.
+        assert_eq!(e4m3_bits(460.0), 0x7e);
+        assert_eq!(e4m3_bits(464.0), 0x7e);
+        assert_eq!(e4m3_bits(1e6), 0x7e);
+        assert_eq!(e4m3_bits(f32::INFINITY), 0x7e);
+        assert_eq!(e4m3_bits(f32::NEG_INFINITY), 0xfe);
+        assert_eq!(e4m3_bits(f32::NAN), 0x7f);
+        assert_eq!(e4m3_bits(f32::from_bits(1)), 0x00); // an f32 subnormal
+        assert!(e4m3_to_f32(0x7f).is_nan() && e4m3_to_f32(0xff).is_nan());
+        assert_eq!(e4m3_to_f32(0x7e), 448.0);
+        assert_eq!(e4m3_to_f32(0xfe), -448.0);
+        assert_eq!(e4m3_to_f32(0x01), 2f32.powi(-9));
+        assert_eq!(e4m3_to_f32(0x3c), 1.5);
+    }
+
+    #[test]
+    fn e4m3_round_trips_and_matches_a_search() {
+        // Every byte decodes to a value that encodes back to it (NaNs to the canonical 0x7f).
+        let mut values = Vec::new();
+        for b in 0..=255u8 {
+            let v = e4m3_to_f32(b);
+            if b & 0x7f == 0x7f {
+                assert_eq!(e4m3_bits(v), 0x7f);
+                continue;
+            }
+            assert_eq!(e4m3_bits(v), b, "{b:#04x} = {v}");
+            if b & 0x80 == 0 {
+                values.push(v);
+            }
+        }
+        // Strictly increasing in the bits: no gaps or overlaps in the encoding.
+        assert!(values.windows(2).all(|w| w[0] < w[1]));
+        // Midpoints between neighbours (every tie), points just off them, and the fills' values.
+        let mut xs: Vec<f32> = Vec::new();
+        for w in values.windows(2) {
+            let mid = 0.5 * (w[0] + w[1]); // exact in f32
+            xs.extend([mid, f32::from_bits(mid.to_bits() + 1), f32::from_bits(mid.to_bits() - 1)]);
+        }
+        xs.extend((0..20_000u64).map(|i| uniform(i, 11)));
+        xs.extend((0..20_000u64).map(|i| uniform(i, 12) * 500.0));
+        let mut rng = SplitMix(5);
+        xs.extend((0..20_000).map(|_| f32::from_bits(rng.next_u64() as u32)));
+        for x in xs {
+            assert_eq!(e4m3_bits(x), e4m3_by_search(x), "{x:e}");
+            assert_eq!(e4m3_bits(-x), e4m3_by_search(-x), "{:e}", -x);
+        }
+        // The fills' range [-1, 1): never saturated, within half an ulp (relative 2^-4 for normals).
+        for i in 0..1000u64 {
+            let x = uniform(i, 3);
+            let r = round_e4m3(x);
+            assert!((r - x).abs() <= (x.abs() * 2f32.powi(-4)).max(2f32.powi(-10)), "{x} -> {r}");
         }
     }
 

@@ -1,11 +1,12 @@
 //! The measurement harness behind `gpusim measure`: microbenchmarks (our own CUDA C++ in
-//! `validation/cuda/`), cuBLAS GEMMs and the CUDA twins of the GEMM recipes (`workloads/cuda/`),
+//! `validation/cuda/`), cuBLAS GEMMs (bf16/fp16 with cublasGemmEx, fp8 with cuBLASLt) and the CUDA twins of the GEMM recipes (`workloads/cuda/`),
 //! run on a real GPU and returned as [`Measurements`] in the schema of [`crate::measurement`].
 //!
 //! **Building.** The GPU code is behind the crate feature `cuda` (the `gpusim` binary's feature
 //! `cuda` turns it on). It uses cudarc with `dynamic-loading`: the driver (`libcuda.so`), NVRTC
 //! (`libnvrtc.so.13`) and cuBLAS (`libcublas.so.13`) are opened at run time, so the harness
-//! builds on any machine, without a CUDA toolkit. Before the first call into each library the
+//! builds on any machine, without a CUDA toolkit; cuBLASLt (`libcublasLt.so.13`, shipped with
+//! cuBLAS) likewise, for the fp8 GEMMs. Before the first call into each library the
 //! harness checks that it can be loaded (`is_culib_present`), so a machine without a driver gets
 //! [`MeasureError::MissingLibrary`], never a panic. Without the feature, [`run`] returns
 //! [`MeasureError::NotBuilt`].
@@ -31,7 +32,8 @@
 //! Modules: [`suite`] (what quick and full measure), [`host`] (CPU twins of the kernels'
 //! arithmetic), [`kernels`] (the sources); with `cuda`: `gpu` (libraries, context, device
 //! facts), `nvml`, `compile` (NVRTC), `timing`, one module per benchmark (`chase`, `stream`,
-//! `l2`, `smem`, `mma`, `wgmma`, `gemm`, `twins`) and `runner` (the order, the cases).
+//! `l2`, `smem`, `mma`, `wgmma`, `gemm`, `gemm_fp8`, `twins`) and `runner` (the order, the
+//! cases).
 
 mod error;
 pub mod host;
@@ -44,6 +46,8 @@ mod chase;
 mod compile;
 #[cfg(feature = "cuda")]
 mod gemm;
+#[cfg(feature = "cuda")]
+mod gemm_fp8;
 #[cfg(feature = "cuda")]
 mod gpu;
 #[cfg(feature = "cuda")]

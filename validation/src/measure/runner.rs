@@ -6,7 +6,7 @@ use crate::reference::Case;
 use super::gpu::{Gpu, check_cublas};
 use super::host::median;
 use super::suite::{GROUPS, Plan};
-use super::{MeasureError, Options, Outcome, chase, gemm, l2, mma, smem, stream, twins, wgmma};
+use super::{MeasureError, Options, Outcome, chase, gemm, gemm_fp8, l2, mma, smem, stream, twins, wgmma};
 
 /// A run in progress: the device, the plan, the cases so far.
 pub struct Run<'a> {
@@ -18,6 +18,7 @@ pub struct Run<'a> {
     pub sm_clocks: Vec<f64>,
     pub mem_clocks: Vec<f64>,
     pub cublas_version: Option<String>,
+    pub cublaslt_version: Option<String>,
 }
 
 impl Run<'_> {
@@ -102,6 +103,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Me
         sm_clocks: Vec::new(),
         mem_clocks: Vec::new(),
         cublas_version: None,
+        cublaslt_version: None,
     };
     let i = r.gpu.info.clone();
     r.say(&format!(
@@ -146,6 +148,8 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Me
             "mma" => mma::run(&mut r),
             "wgmma" => wgmma::run(&mut r),
             "gemm" => check_cublas().and_then(|()| gemm::run(&mut r)),
+            // Checks the device, then libcublasLt, itself: an older device is skipped either way.
+            "gemm-fp8" => gemm_fp8::run(&mut r),
             "twins" => twins::run(&mut r),
             _ => Ok(()),
         };
@@ -194,10 +198,11 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Me
         compute_capability: format!("{}.{}", i.cc.0, i.cc.1),
         driver_version: nvml_driver.unwrap_or_else(|| format!("CUDA driver API {}", i.driver_api)),
         cuda_version: format!(
-            "driver API {}; NVRTC {}; cuBLAS {}",
+            "driver API {}; NVRTC {}; cuBLAS {}{}",
             i.driver_api,
             r.gpu.nvrtc_version,
-            r.cublas_version.as_deref().unwrap_or("not used")
+            r.cublas_version.as_deref().unwrap_or("not used"),
+            r.cublaslt_version.as_deref().map(|v| format!("; cuBLASLt {v}")).unwrap_or_default()
         ),
         sm_clock_max_mhz: (i.sm_clock_max_mhz > 0.0).then_some(i.sm_clock_max_mhz),
         memory_clock_max_mhz: (i.memory_clock_max_mhz > 0.0).then_some(i.memory_clock_max_mhz),

@@ -29,14 +29,19 @@ impl Suite {
     }
 }
 
-/// The groups of measurements, in the order they run (`--only` selects some).
-pub const GROUPS: [&str; 8] = ["chase", "stream", "l2", "smem", "mma", "wgmma", "gemm", "twins"];
+/// The groups of measurements, in the order they run (`--only` selects some). `gemm` is the
+/// cublasGemmEx types, `gemm-fp8` the cuBLASLt fp8 GEMMs: a group of its own because it needs
+/// another library (libcublasLt) and compute capability 8.9, so that where either is missing it
+/// is skipped or fails alone, with its reason, and the 16-bit GEMMs are still measured.
+pub const GROUPS: [&str; 9] = ["chase", "stream", "l2", "smem", "mma", "wgmma", "gemm", "gemm-fp8", "twins"];
 
 /// GEMM data types measured with cuBLAS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GemmType {
     Bf16,
     Fp16,
+    /// e4m3 inputs, fp32 accumulation, bf16 output, through cuBLASLt (compute capability 8.9+).
+    Fp8,
 }
 
 impl GemmType {
@@ -44,8 +49,38 @@ impl GemmType {
         match self {
             GemmType::Bf16 => "bf16",
             GemmType::Fp16 => "fp16",
+            GemmType::Fp8 => "fp8",
         }
     }
+
+    /// The group ([`GROUPS`]) that measures it.
+    pub fn group(self) -> &'static str {
+        match self {
+            GemmType::Bf16 | GemmType::Fp16 => "gemm",
+            GemmType::Fp8 => "gemm-fp8",
+        }
+    }
+}
+
+/// The fp8 cases' `dtype` (gemm_fp8.rs). Here, with [`fp8_implementation`], so that a test
+/// without a GPU checks that correlate reads them as plain fp8, not DeepGEMM-style block scaling.
+pub const FP8_DTYPE: &str = "fp8 e4m3 in, fp32 accumulate, bf16 out";
+
+/// The fp8 cases' `impl`, with the cuBLASLt version.
+pub fn fp8_implementation(cublaslt_version: &str) -> String {
+    format!(
+        "cuBLASLt {cublaslt_version} cublasLtMatmul (CUBLAS_COMPUTE_32F, A/B scale pointers 1.0, FAST_ACCUM off, \
+         first heuristic algorithm, 32 MiB workspace)"
+    )
+}
+
+/// Whether the fp8 GEMM takes an m × n × k problem. cuBLASLt's fp8 kernels want pointers and
+/// matrix dimensions with 16-byte alignment (its documented fp8 requirements, after the TN
+/// layout): in the TN layout (A k × m with lda = k, B k × n with ldb = k, D m × n with ldd = m)
+/// that is k a multiple of 16 (1-byte inputs) and m of 8 (2-byte output); multiples of 16 in all
+/// three cover it with room, and every suite shape is one.
+pub fn fp8_shape_ok((m, n, k): (u64, u64, u64)) -> bool {
+    m > 0 && n > 0 && k > 0 && m.is_multiple_of(16) && n.is_multiple_of(16) && k.is_multiple_of(16)
 }
 
 /// mma.sync data types (validation/cuda/mma.cu).
@@ -139,7 +174,7 @@ pub struct Plan {
     pub mma_iters: u32,
     pub mma_latency_chain: u32,
     pub gemm_types: Vec<GemmType>,
-    /// (m, n, k) of the cuBLAS GEMMs.
+    /// (m, n, k) of the cuBLAS GEMMs (every type, fp8 included).
     pub gemm_shapes: Vec<(u64, u64, u64)>,
     /// Shapes the CUDA twins of workloads/cuda run at (multiples of 128 × 256 × 64).
     pub twin_shapes: Vec<(u64, u64, u64)>,
@@ -173,7 +208,9 @@ impl Plan {
                 mma_types: MmaType::ALL.to_vec(),
                 mma_iters: 4096,
                 mma_latency_chain: 4096,
-                gemm_types: vec![GemmType::Bf16, GemmType::Fp16],
+                // fp8 runs where the device has fp8 tensor cores (8.9+); elsewhere the gemm-fp8
+                // group records why it is skipped.
+                gemm_types: vec![GemmType::Bf16, GemmType::Fp16, GemmType::Fp8],
                 gemm_shapes: vec![(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)],
                 twin_shapes: vec![(8192, 8192, 8192)],
                 gemm_check_samples: 48,
@@ -223,7 +260,9 @@ impl Plan {
                 mma_types: MmaType::ALL.to_vec(),
                 mma_iters: 16384,
                 mma_latency_chain: 16384,
-                gemm_types: vec![GemmType::Bf16, GemmType::Fp16],
+                // fp8 runs where the device has fp8 tensor cores (8.9+); elsewhere the gemm-fp8
+                // group records why it is skipped.
+                gemm_types: vec![GemmType::Bf16, GemmType::Fp16, GemmType::Fp8],
                 gemm_shapes: vec![
                     (512, 512, 512),
                     (1024, 1024, 1024),
@@ -283,6 +322,9 @@ mod tests {
             let p = Plan::new(s);
             assert!(p.gemm_shapes.contains(&(8192, 8192, 8192)), "{s:?}");
             assert!(p.gemm_types.contains(&GemmType::Bf16) && p.gemm_types.contains(&GemmType::Fp16));
+            assert!(p.gemm_types.contains(&GemmType::Fp8), "{s:?}");
+            // cuBLASLt's fp8 kernels need 16-byte leading dimensions: every suite shape has them.
+            assert!(p.gemm_shapes.iter().all(|&s| fp8_shape_ok(s)), "{s:?}");
             assert_eq!(p.mma_types.len(), 4);
             assert!(p.repetitions >= 20 && p.warmups >= 1);
             assert!(p.smem_strides.contains(&1) && p.smem_strides.contains(&32));
@@ -294,6 +336,31 @@ mod tests {
         }
         assert!(Plan::new(Suite::Quick).gemm_shapes.len() <= 6);
         assert!(Plan::new(Suite::Full).gemm_shapes.len() > Plan::new(Suite::Quick).gemm_shapes.len());
+    }
+
+    #[test]
+    fn every_gemm_type_has_a_group() {
+        for t in [GemmType::Bf16, GemmType::Fp16, GemmType::Fp8] {
+            assert!(GROUPS.contains(&t.group()), "{t:?}");
+        }
+        assert_eq!(GemmType::Fp8.group(), "gemm-fp8");
+        assert!(fp8_shape_ok((8192, 128, 8192)));
+        assert!(!fp8_shape_ok((1000, 1024, 1024)) && !fp8_shape_ok((1024, 1024, 1000)) && !fp8_shape_ok((0, 16, 16)));
+    }
+
+    #[test]
+    fn fp8_cases_read_as_plain_fp8() {
+        use crate::gemm_cases::{GemmDtype, gemm_shape};
+        use crate::measurement::new_case;
+        use crate::reference::{Kind, Metric};
+        let mut c = new_case("gemm-cublas-fp8-8192x8192x8192", Kind::Gemm, Metric::Tflops, 1000.0);
+        c.dtype = Some(FP8_DTYPE.into());
+        c.implementation = Some(fp8_implementation("13.1.0"));
+        c.source = "cuBLASLt".into();
+        (c.m, c.n, c.k) = (Some(8192), Some(8192), Some(8192));
+        let s = gemm_shape(&c).unwrap();
+        assert_eq!(s.dtype, GemmDtype::Fp8);
+        assert!(!s.block_scaled, "per-tensor scale pointers are not block scaling");
     }
 
     #[test]
