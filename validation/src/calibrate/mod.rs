@@ -306,7 +306,8 @@ pub struct Fold {
     pub validation: Errors,
 }
 
-/// k-fold cross-validation: means over folds.
+/// k-fold cross-validation: means over folds, and every case's out-of-fold prediction (the
+/// fit of the fold that held it out).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CrossValidation {
     pub k: usize,
@@ -315,6 +316,21 @@ pub struct CrossValidation {
     pub train_wlog: f64,
     pub validation_mape: f64,
     pub validation_wlog: f64,
+    /// Each case once, predicted by the fold that held it out (case order).
+    pub out_of_fold: Vec<OutOfFold>,
+    /// Out-of-fold MAPE per kind of case, pooled over the folds: (kind, cases, MAPE, max |error|).
+    pub by_kind: Vec<(String, usize, f64, f64)>,
+}
+
+/// A case's prediction by the fit that did not see it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutOfFold {
+    pub id: String,
+    pub kind: String,
+    pub measured: f64,
+    /// `None`: the simulation failed.
+    pub predicted: Option<f64>,
+    pub fold: usize,
 }
 
 /// A case in the calibration.
@@ -612,11 +628,23 @@ fn cross_validate(ev: &Evaluator, folds: usize, max_iter: usize) -> Option<Cross
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| (hash_str(&ev.cases[i].id), i));
     let mut out = Vec::new();
+    let mut oof: Vec<Option<OutOfFold>> = vec![None; n];
     for f in 0..k {
         let test: Vec<usize> = order.iter().enumerate().filter(|(r, _)| r % k == f).map(|(_, &i)| i).collect();
         let mut train: Vec<usize> = order.iter().enumerate().filter(|(r, _)| r % k != f).map(|(_, &i)| i).collect();
         train.sort_unstable();
         let values = ev.fit(&train, max_iter);
+        // Simulated once already for the fold's validation error: these come from the cache.
+        for (&i, sim) in test.iter().zip(ev.simulate(&values, &test)) {
+            let c = ev.cases[i];
+            oof[i] = Some(OutOfFold {
+                id: c.id.clone(),
+                kind: c.kind.to_string(),
+                measured: c.value,
+                predicted: sim.ok().filter(|v| *v > 0.0 && v.is_finite()),
+                fold: f + 1,
+            });
+        }
         out.push(Fold {
             held_out: test.iter().map(|&i| ev.cases[i].id.clone()).collect(),
             train: ev.errors(&values, &train),
@@ -625,8 +653,27 @@ fn cross_validate(ev: &Evaluator, folds: usize, max_iter: usize) -> Option<Cross
         });
     }
     let m = |g: &dyn Fn(&Fold) -> f64| out.iter().map(g).sum::<f64>() / out.len() as f64;
+    let out_of_fold: Vec<OutOfFold> = oof.into_iter().flatten().collect();
+    let mut kinds: Vec<&str> = out_of_fold.iter().map(|o| o.kind.as_str()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let by_kind = kinds
+        .into_iter()
+        .map(|kind| {
+            // A failed simulation counts as a 100% error, as in the fold errors.
+            let pairs: Vec<(f64, f64)> = out_of_fold
+                .iter()
+                .filter(|o| o.kind == kind)
+                .map(|o| (o.predicted.unwrap_or(0.0), o.measured))
+                .collect();
+            let max = pairs.iter().map(|(p, m)| ((p - m) / m).abs()).fold(0.0, f64::max);
+            (kind.to_string(), pairs.len(), mape(&pairs).unwrap_or(f64::NAN), max)
+        })
+        .collect();
     Some(CrossValidation {
         k,
+        out_of_fold,
+        by_kind,
         train_mape: m(&|f| f.train.mape),
         train_wlog: m(&|f| f.train.wlog),
         validation_mape: m(&|f| f.validation.mape),
@@ -714,6 +761,39 @@ mod tests {
         let (id, why) = &cal.skipped[0];
         assert_eq!(id, "lat-a100sxm-l1-dewing");
         assert!(why.contains("disputed") && why.contains("lat-a10080-l1-rrze"), "{why}");
+    }
+
+    #[test]
+    fn every_case_is_predicted_once_out_of_fold() {
+        // Three cheap H800 PCIe cases, three folds: each fold holds out one case.
+        let all = crate::reference::load_default().unwrap();
+        let ids = ["lat-h800pcie-l1-hpmll", "lat-h800-dsm-local", "lat-h800-dpx-viaddmax"];
+        let cases: Vec<Case> = all.into_iter().filter(|c| ids.contains(&c.id.as_str())).collect();
+        assert_eq!(cases.len(), 3);
+        let opts = CalOptions {
+            preset: "h800-pcie".into(),
+            fit: vec!["l1.hit_latency".into()],
+            folds: 3,
+            max_iter: 3,
+            ..CalOptions::default()
+        };
+        let cal = calibrate(&cases, &opts).unwrap();
+        let cv = cal.cv.as_ref().unwrap();
+        let mut seen: Vec<&str> = cv.out_of_fold.iter().map(|o| o.id.as_str()).collect();
+        seen.sort_unstable();
+        let mut want = ids.to_vec();
+        want.sort_unstable();
+        assert_eq!(seen, want);
+        // One case per fold: its out-of-fold error is that fold's validation error.
+        for o in &cv.out_of_fold {
+            let f = &cv.folds[o.fold - 1];
+            assert_eq!(f.held_out, std::slice::from_ref(&o.id));
+            let err = (o.predicted.unwrap() - o.measured).abs() / o.measured;
+            assert!((err - f.validation.mape).abs() < 1e-12, "{err} vs {}", f.validation.mape);
+        }
+        assert_eq!(cv.by_kind.len(), 1);
+        assert_eq!((cv.by_kind[0].0.as_str(), cv.by_kind[0].1), ("latency", 3));
+        assert!(cal.markdown().contains("## Out-of-fold predictions") && cal.text().contains("out-of-fold, by kind"));
     }
 
     #[test]

@@ -57,8 +57,14 @@ impl Calibration {
         for r in self.error_rows() {
             s += &format!("{:<32} {:>8} {:>22}\n", r[0], r[1], r[2]);
         }
-        if self.cv.is_none() {
-            s += "(no cross-validation: fewer than 2 cases or folds)\n";
+        match &self.cv {
+            None => s += "(no cross-validation: fewer than 2 cases or folds)\n",
+            Some(cv) => {
+                s += &format!("\n{:<32} {:>6} {:>8} {:>10}\n", "out-of-fold, by kind", "cases", "MAPE", "max |err|");
+                for (kind, n, mape, max) in &cv.by_kind {
+                    s += &format!("{:<32} {:>6} {:>8} {:>10}\n", kind, n, pct(*mape), pct(*max));
+                }
+            }
         }
         s += &format!("\n{:<32} {:>10} {:>10} {:>10}\n", "case", "measured", "before", "after");
         for c in &self.cases {
@@ -92,6 +98,20 @@ impl Calibration {
             s += &format!("| {} |\n", r.join(" | "));
         }
         if let Some(cv) = &self.cv {
+            s += "\n## Out-of-fold predictions\n\nEvery case predicted once, by the fit of the fold that held it out \
+                  (pooled over the folds, so these MAPEs can differ from the mean of the folds' validation MAPEs).\n\n\
+                  | kind | cases | MAPE | max \\|error\\| |\n|---|---|---|---|\n";
+            for (kind, n, mape, max) in &cv.by_kind {
+                s += &format!("| {kind} | {n} | {} | {} |\n", pct(*mape), pct(*max));
+            }
+            s += "\n| case | kind | fold | measured | predicted | error |\n|---|---|---|---|---|---|\n";
+            for o in &cv.out_of_fold {
+                let (p, e) = match o.predicted {
+                    Some(p) => (num(p), format!("{:+.1}%", 100.0 * (p - o.measured) / o.measured)),
+                    None => ("failed".into(), "–".into()),
+                };
+                s += &format!("| {} | {} | {} | {} | {p} | {e} |\n", o.id, o.kind, o.fold, num(o.measured));
+            }
             s +=
                 "\n## Folds\n\n| fold | held out | fitted | training MAPE | validation MAPE |\n|---|---|---|---|---|\n";
             for (i, f) in cv.folds.iter().enumerate() {
