@@ -17,8 +17,9 @@ run() { # NAME ARCH KINDS
 run gemm-auto auto gemm
 run gemm-calibrated calibrated gemm
 run memory-auto auto memory
+run memory-calibrated calibrated memory
 mkdir -p docs/accuracy
-for r in gemm-auto gemm-calibrated memory-auto; do
+for r in gemm-auto gemm-calibrated memory-auto memory-calibrated; do
   cp "${out}/${r}/scatter.svg" "docs/accuracy/${r}.svg"
 done
 python3 - "${out}" <<'PY'
@@ -26,7 +27,7 @@ import pathlib, re, sys
 out = pathlib.Path(sys.argv[1])
 doc = pathlib.Path("docs/accuracy.md")
 text = doc.read_text()
-for name in ["gemm-auto", "gemm-calibrated", "memory-auto"]:
+for name in ["gemm-auto", "gemm-calibrated", "memory-auto", "memory-calibrated"]:
     md = (out / name / "correlation.md").read_text()
     md = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 2) + " ", md, flags=re.M)
     md = md.replace("![simulated vs measured](scatter.svg)", f"![simulated vs measured](accuracy/{name}.svg)")

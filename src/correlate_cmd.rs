@@ -7,7 +7,7 @@ use gpusim_reports::scatter::{self, ScatterPlot, ScatterPoint};
 use gpusim_validation::Case;
 use gpusim_validation::correlate::{ArchChoice, Correlation, Options, RunInfo, Status, correlate, parse_kinds};
 use gpusim_validation::data::{DataOptions, load_data};
-use gpusim_validation::gate::Gate;
+use gpusim_validation::gate::{Gate, Presets};
 
 use crate::error::{CliError, CliResult};
 
@@ -209,6 +209,17 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
     };
     // Read the gate before the (long) simulations so that a bad file fails at once.
     let gate = a.gate.as_deref().map(Gate::load).transpose().map_err(CliError::input)?;
+    let presets = if a.arch == "calibrated" { Presets::Calibrated } else { Presets::BuiltIn };
+    if let Some(g) = &gate
+        && g.lines(presets).is_empty()
+    {
+        return Err(CliError::input(format!(
+            "{}: no {} table for --arch {}",
+            a.gate.as_deref().unwrap_or(Path::new("")).display(),
+            if presets == Presets::Calibrated { "[calibrated.<kind>]" } else { "[family.<kind>]" },
+            a.arch
+        )));
+    }
     let loosened = match (&gate, &a.gate_baseline) {
         (Some(g), Some(b)) => g.loosened_from(&Gate::load(b).map_err(CliError::input)?),
         _ => Vec::new(),
@@ -219,7 +230,7 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
     }
     write_reports(&c, &a)?;
     let Some(gate) = gate else { return Ok(()) };
-    let results = gate.check(&c);
+    let results = gate.check(&c, presets);
     println!("\naccuracy gate {}:", a.gate.as_deref().unwrap_or(Path::new("")).display());
     for r in &results {
         println!("  {r}");

@@ -17,6 +17,8 @@ static PRESETS: &[(&str, &str)] = &[
     ("h100-sxm5-80gb-calibrated", include_str!("../presets/h100-sxm5-80gb-calibrated.toml")),
     ("h800-sxm5-calibrated", include_str!("../presets/h800-sxm5-calibrated.toml")),
     ("h200-sxm-calibrated", include_str!("../presets/h200-sxm-calibrated.toml")),
+    ("h800-pcie-calibrated", include_str!("../presets/h800-pcie-calibrated.toml")),
+    ("a100-pcie-40gb-calibrated", include_str!("../presets/a100-pcie-40gb-calibrated.toml")),
 ];
 
 /// The TOML text of a preset.

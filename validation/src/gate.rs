@@ -5,7 +5,9 @@
 //! The thresholds live in one file (`validation/accuracy-gate.toml`) and may only be tightened:
 //! [`Gate::loosened_from`] compares a gate with an earlier version of itself and names every
 //! threshold that moved the wrong way (CI compares with the previous commit's file). A family's
-//! `min_cases` keeps a gate from passing because cases stopped being simulated.
+//! `min_cases` keeps a gate from passing because cases stopped being simulated. `[family.<kind>]`
+//! tables hold the lines for the built-in presets (`--arch auto`), `[calibrated.<kind>]` tables
+//! those for the calibrated presets (`--arch calibrated`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -25,12 +27,22 @@ pub struct FamilyGate {
     pub min_cases: usize,
 }
 
-/// A whole gate file: `[family.<kind>]` tables.
+/// A whole gate file: `[family.<kind>]` tables (built-in presets) and `[calibrated.<kind>]`
+/// tables (calibrated presets).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Gate {
     #[serde(default)]
     pub family: BTreeMap<String, FamilyGate>,
+    #[serde(default)]
+    pub calibrated: BTreeMap<String, FamilyGate>,
+}
+
+/// Which presets a correlation ran on, so which lines of a gate apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Presets {
+    BuiltIn,
+    Calibrated,
 }
 
 /// One family's outcome.
@@ -76,13 +88,15 @@ impl Gate {
         if g.family.is_empty() {
             return Err(format!("{}: no [family.<kind>] table", path.display()));
         }
-        for (name, f) in &g.family {
-            if !(f.max_mape_pct.is_finite() && f.max_mape_pct >= 0.0) {
-                return Err(format!(
-                    "{}: family.{name}.max_mape_pct = {} is not a percentage",
-                    path.display(),
-                    f.max_mape_pct
-                ));
+        for (table, fams) in [("family", &g.family), ("calibrated", &g.calibrated)] {
+            for (name, f) in fams {
+                if !(f.max_mape_pct.is_finite() && f.max_mape_pct >= 0.0) {
+                    return Err(format!(
+                        "{}: {table}.{name}.max_mape_pct = {} is not a percentage",
+                        path.display(),
+                        f.max_mape_pct
+                    ));
+                }
             }
         }
         Ok(g)
@@ -93,9 +107,18 @@ impl Gate {
         Gate::parse(path, &text)
     }
 
-    /// Every family of the gate against `c` (a family the correlation lacks has 0 cases).
-    pub fn check(&self, c: &Correlation) -> Vec<FamilyResult> {
-        self.family
+    /// The lines that apply to a correlation on `presets`.
+    pub fn lines(&self, presets: Presets) -> &BTreeMap<String, FamilyGate> {
+        match presets {
+            Presets::BuiltIn => &self.family,
+            Presets::Calibrated => &self.calibrated,
+        }
+    }
+
+    /// Every family of the gate's lines for `presets` against `c` (a family the correlation lacks
+    /// has 0 cases).
+    pub fn check(&self, c: &Correlation, presets: Presets) -> Vec<FamilyResult> {
+        self.lines(presets)
             .iter()
             .map(|(name, g)| {
                 let stats = c.summary.by_group.get(name);
@@ -113,21 +136,25 @@ impl Gate {
     /// minimum lowered. Empty when `self` only keeps or tightens.
     pub fn loosened_from(&self, earlier: &Gate) -> Vec<String> {
         let mut out = Vec::new();
-        for (name, old) in &earlier.family {
-            match self.family.get(name) {
-                None => out.push(format!("family `{name}` was removed")),
-                Some(new) => {
-                    if new.max_mape_pct > old.max_mape_pct {
-                        out.push(format!(
-                            "family `{name}`: max_mape_pct raised from {} to {}",
-                            old.max_mape_pct, new.max_mape_pct
-                        ));
-                    }
-                    if new.min_cases < old.min_cases {
-                        out.push(format!(
-                            "family `{name}`: min_cases lowered from {} to {}",
-                            old.min_cases, new.min_cases
-                        ));
+        for (table, now, before) in
+            [("family", &self.family, &earlier.family), ("calibrated", &self.calibrated, &earlier.calibrated)]
+        {
+            for (name, old) in before {
+                match now.get(name) {
+                    None => out.push(format!("{table} `{name}` was removed")),
+                    Some(new) => {
+                        if new.max_mape_pct > old.max_mape_pct {
+                            out.push(format!(
+                                "{table} `{name}`: max_mape_pct raised from {} to {}",
+                                old.max_mape_pct, new.max_mape_pct
+                            ));
+                        }
+                        if new.min_cases < old.min_cases {
+                            out.push(format!(
+                                "{table} `{name}`: min_cases lowered from {} to {}",
+                                old.min_cases, new.min_cases
+                            ));
+                        }
                     }
                 }
             }
@@ -158,9 +185,11 @@ mod tests {
     fn the_shipped_gate_covers_the_reference_families() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("accuracy-gate.toml");
         let g = Gate::load(&path).unwrap();
-        for family in ["gemm", "latency", "bandwidth"] {
-            let f = &g.family[family];
-            assert!(f.min_cases > 0 && f.max_mape_pct > 0.0, "{family}: {f:?}");
+        for presets in [Presets::BuiltIn, Presets::Calibrated] {
+            for family in ["gemm", "latency", "bandwidth"] {
+                let f = &g.lines(presets)[family];
+                assert!(f.min_cases > 0 && f.max_mape_pct > 0.0, "{family} ({presets:?}): {f:?}");
+            }
         }
     }
 
@@ -179,6 +208,15 @@ mod tests {
         assert_eq!(l.len(), 2, "{l:?}");
         new.family.remove("gemm");
         assert!(new.loosened_from(&old).iter().any(|m| m.contains("removed")));
+        // The calibrated lines are held to the same rule.
+        let text = format!("{GATE}\n[calibrated.gemm]\nmax_mape_pct = 6.0\nmin_cases = 19\n");
+        let old = Gate::parse(Path::new("old"), &text).unwrap();
+        assert_eq!(old.lines(Presets::Calibrated)["gemm"].max_mape_pct, 6.0);
+        let mut new = old.clone();
+        new.calibrated.get_mut("gemm").unwrap().max_mape_pct = 7.0;
+        assert_eq!(new.loosened_from(&old), ["calibrated `gemm`: max_mape_pct raised from 6 to 7"]);
+        new.calibrated.clear();
+        assert_eq!(new.loosened_from(&old), ["calibrated `gemm` was removed"]);
     }
 
     #[test]
