@@ -97,8 +97,9 @@ impl CalParam {
         let v = v.clamp(self.lo, self.hi);
         match self.kind {
             ValueKind::Cycles | ValueKind::Int => v.round(),
-            ValueKind::Nanos => (v * 1000.0).round() / 1000.0,
-            _ => v,
+            // Three decimals, as a config would be written (and so the fit's grid).
+            ValueKind::Nanos | ValueKind::Unit(_) => (v * 1000.0).round() / 1000.0,
+            ValueKind::Float => v,
         }
     }
 
@@ -109,7 +110,7 @@ impl CalParam {
             ValueKind::Nanos => toml::Value::String(format!("{} ns", (v * 1000.0).round() / 1000.0)),
             ValueKind::Int => toml::Value::Integer(v.round() as i64),
             ValueKind::Float => toml::Value::Float(v),
-            ValueKind::Unit(u) => toml::Value::String(format!("{v} {u}")),
+            ValueKind::Unit(u) => toml::Value::String(format!("{} {u}", (v * 1000.0).round() / 1000.0)),
         }
     }
 
@@ -710,6 +711,9 @@ mod tests {
             assert!(e.message.contains("datasheet"), "{k}: {e}");
         }
         assert!(resolve_params(&b, &["l2.hit_latancy".into()], false).is_err());
+        // Values with a unit read as a config would write them, not as binary fractions.
+        let bw = resolve_params(&b, &["l2.slice_bandwidth".into()], false).unwrap();
+        assert_eq!(bw[0].show(68.59999999999998), "68.6 B/clk");
     }
 
     #[test]
