@@ -83,6 +83,19 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64) {
         m.dram_gbps,
         m.dram_utilization_pct
     );
+    if let Some(w) = &k.steady {
+        // GB/s over the window, at the kernel's clock: bytes per cycle × cycles per second.
+        let gbps = |b: u64| b as f64 / w.cycles() as f64 * k.clock_mhz * 1e6 / 1e9;
+        let _ = writeln!(
+            out,
+            "  steady       cycles {}..{} (all CTA slots busy): requested {:.1} GB/s  L2 {:.1} GB/s  DRAM {:.1} GB/s",
+            thousands(w.start_cycle),
+            thousands(w.end_cycle),
+            gbps(w.requested_bytes),
+            gbps(w.l2_bytes),
+            gbps(w.dram_bytes)
+        );
+    }
     let mut pipes: Vec<(&String, &f64)> = k.pipe_utilization_pct.iter().collect();
     pipes.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
     let p: Vec<String> = pipes.iter().map(|(n, v)| format!("{n} {v:.1}%")).collect();

@@ -234,6 +234,9 @@ impl<'a> Engine<'a> {
             let k = &mut self.kernels[kidx];
             self.sms[d.sm as usize].retire(d.cta_slot, d.at, k);
             k.ctas_done += 1;
+            if k.first_retire.is_none() {
+                k.first_retire = Some(k.mark(d.at));
+            }
             k.end = k.end.max(d.at);
             self.last_issue = self.last_issue.max(d.at);
             if k.finished() {
@@ -260,8 +263,20 @@ impl<'a> Engine<'a> {
                 return Ok(());
             };
             let sm = (self.next_sm + off) % n;
-            let Some(cta) = self.pull(kidx, ks)? else { return Ok(()) };
+            let Some(cta) = self.pull(kidx, ks)? else {
+                self.note_idle_slot(kidx);
+                return Ok(());
+            };
             self.place(kidx, sm, cta);
+        }
+    }
+
+    /// A slot of `kidx` is free and the grid has no CTA left for it: the steady window ends here
+    /// (if it began: a grid of one wave has none).
+    fn note_idle_slot(&mut self, kidx: usize) {
+        let k = &mut self.kernels[kidx];
+        if k.first_retire.is_some() && k.first_idle_slot.is_none() {
+            k.first_idle_slot = Some(k.mark(self.now));
         }
     }
 
@@ -338,7 +353,12 @@ impl<'a> Engine<'a> {
                     + clusters_x * ((c.y / cl.y.max(1)) as u64 + clusters_y * (c.z / cl.z.max(1)) as u64);
                 self.cluster_buf.entry(id).or_default().push(cta);
             }
-            let Some((_, members)) = self.cluster_buf.first_key_value() else { return Ok(()) };
+            let Some((_, members)) = self.cluster_buf.first_key_value() else {
+                if (0..self.sms.len()).any(|s| self.sms[s].fits(&self.kernels[kidx])) {
+                    self.note_idle_slot(kidx);
+                }
+                return Ok(());
+            };
             // A partial cluster at the grid's edge (grid not a multiple of the cluster) goes as is.
             if members.len() < size && !self.kernels[kidx].source_done {
                 return Ok(());

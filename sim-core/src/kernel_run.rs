@@ -35,6 +35,15 @@ impl KernelStats {
     }
 }
 
+/// The kernel's traffic counters at one cycle (a boundary of its steady window).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TrafficMark {
+    pub cycle: u64,
+    pub requested_bytes: u64,
+    pub l2_bytes: u64,
+    pub dram_bytes: u64,
+}
+
 pub struct KernelRun {
     pub info: KernelInfo,
     pub descs: Vec<OpDesc>,
@@ -57,6 +66,11 @@ pub struct KernelRun {
     pub launchable_at: Option<u64>,
     /// Per SM: resident CTAs of this kernel and since when the count has been non-zero.
     pub sm_resident: Vec<(u32, u64)>,
+    /// When the first CTA retired: the ramp-up is over (the steady window's start).
+    pub first_retire: Option<TrafficMark>,
+    /// When a CTA slot first freed with no CTA left to fill it: the tail begins (the steady
+    /// window's end). Set only after `first_retire`.
+    pub first_idle_slot: Option<TrafficMark>,
 }
 
 impl KernelRun {
@@ -75,6 +89,8 @@ impl KernelRun {
             source_done: false,
             launchable_at: None,
             sm_resident: vec![(0, 0); sms],
+            first_retire: None,
+            first_idle_slot: None,
         }
     }
 
@@ -86,6 +102,12 @@ impl KernelRun {
             self.descs.push(d);
         }
         self.stats.op_counts.resize(self.timing.len(), 0);
+    }
+
+    /// The traffic counters now, stamped with `cycle`.
+    pub fn mark(&self, cycle: u64) -> TrafficMark {
+        let t = &self.stats.traffic;
+        TrafficMark { cycle, requested_bytes: t.requested_bytes, l2_bytes: t.l2.bytes, dram_bytes: t.dram.bytes }
     }
 
     pub fn finished(&self) -> bool {

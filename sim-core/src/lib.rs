@@ -28,5 +28,5 @@ pub mod timing;
 pub use engine::{SimOptions, simulate};
 pub use error::{SimError, SimErrorKind};
 pub use occupancy::{Limiter, Occupancy, occupancy};
-pub use report::{KernelReport, Report};
+pub use report::{KernelReport, Report, SteadyWindow};
 pub use stats::{MemTraffic, StallReason};

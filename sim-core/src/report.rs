@@ -68,6 +68,30 @@ pub struct KernelReport {
     pub resident_warp_cycles: u64,
     /// Opcodes not in the opcode table, with how many warp instructions used them.
     pub unknown_opcodes: BTreeMap<String, u64>,
+    /// The stretch during which every CTA slot stayed busy; `None` for a grid of one wave.
+    pub steady: Option<SteadyWindow>,
+}
+
+/// The part of a kernel's run between its ramp-up and its tail: from the first CTA's
+/// retirement to the first moment a CTA slot freed with no CTA left in the grid to fill it.
+/// Throughput over it is what a long grid of the same CTAs sustains, without the partial last
+/// wave a short grid ends with: a benchmark that launches hundreds of waves (RRZE's 200 000
+/// CTAs) is compared with this, not with the whole kernel's average. Bytes are counted when
+/// the accesses issue.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SteadyWindow {
+    pub start_cycle: u64,
+    pub end_cycle: u64,
+    /// Bytes the warps' global/local accesses asked for within the window.
+    pub requested_bytes: u64,
+    pub l2_bytes: u64,
+    pub dram_bytes: u64,
+}
+
+impl SteadyWindow {
+    pub fn cycles(&self) -> u64 {
+        self.end_cycle - self.start_cycle
+    }
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -171,6 +195,16 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
         stalls,
         resident_warp_cycles: resident,
         unknown_opcodes,
+        steady: match (k.first_retire, k.first_idle_slot) {
+            (Some(a), Some(b)) if b.cycle > a.cycle => Some(SteadyWindow {
+                start_cycle: a.cycle,
+                end_cycle: b.cycle,
+                requested_bytes: b.requested_bytes - a.requested_bytes,
+                l2_bytes: b.l2_bytes - a.l2_bytes,
+                dram_bytes: b.dram_bytes - a.dram_bytes,
+            }),
+            _ => None,
+        },
     }
 }
 
