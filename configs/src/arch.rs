@@ -160,6 +160,8 @@ pub struct L1 {
     /// L1 data bandwidth per SM.
     pub bandwidth: BytesPerCycle,
     pub mshrs: u32,
+    /// Rate of the L1's miss path for LDG loads; 0: no limit of its own.
+    pub miss_bandwidth: BytesPerCycle,
     pub shared_banks: u32,
     pub shared_bank_width: Bytes,
     pub shared_latency: Cycles,

@@ -142,6 +142,11 @@ section! {
         bandwidth: Opt<BytesPerCycle>, "B/clk";
         /// Outstanding sector misses per SM (miss status holding registers).
         mshrs: Opt<u32>, "misses", min 1;
+        /// Bytes per cycle one SM's L1 sends on to the L2 for LDG loads that miss or bypass it:
+        /// the rate an SM streams L2-resident data with ordinary loads, below the SM's port
+        /// (`noc.sm_port_bandwidth`), which async copies (LDGSTS, TMA) and stores use at full
+        /// rate. 0: no limit of its own.
+        miss_bandwidth: Opt<BytesPerCycle>, "B/clk", default BytesPerCycle(0.0);
         /// Shared-memory banks.
         shared_banks: Opt<u32>, "banks", default 32, min 1;
         /// Width of one shared-memory bank.

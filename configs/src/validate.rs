@@ -215,6 +215,9 @@ fn memory(a: &Arch) -> Result<(), ConfigError> {
         },
     )?;
     rule(positive_rate(l1.bandwidth.0), &["l1.bandwidth"], || "the L1 bandwidth must be > 0".into())?;
+    rule(l1.miss_bandwidth.0 == 0.0 || positive_rate(l1.miss_bandwidth.0), &["l1.miss_bandwidth"], || {
+        "the L1 miss bandwidth must be > 0 and finite, or 0 for no limit".into()
+    })?;
     rule(l1.hit_latency < l2.hit_latency, &["l1.hit_latency", "l2.hit_latency"], || {
         format!("an L1 hit ({}) must be faster than an L2 hit ({})", l1.hit_latency, l2.hit_latency)
     })?;
@@ -325,6 +328,8 @@ mod tests {
             ("l1.sram", |a| a.l1.assoc = 64),
             ("l1.sram", |a| a.l1.sram = Bytes(a.l1.sram.0 + 1024)),
             ("l1.bandwidth", |a| a.l1.bandwidth = BytesPerCycle(0.0)),
+            ("l1.miss_bandwidth", |a| a.l1.miss_bandwidth = BytesPerCycle(-1.0)),
+            ("l1.miss_bandwidth", |a| a.l1.miss_bandwidth = BytesPerCycle(f64::INFINITY)),
             ("l1.hit_latency", |a| a.l1.hit_latency = Cycles(1000)),
             ("l2.slices", |a| a.l2.partitions = 3),
             ("l2.slices", |a| a.l2.partitions = 200),

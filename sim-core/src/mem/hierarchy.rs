@@ -10,7 +10,12 @@
 //! the sectors they write (no allocate on write); `.BYPASS`/`.CG` loads and async copies skip
 //! it. A hit waits for an in-flight fill of its line (MSHR merging). Its capacity is the unified
 //! SRAM minus the shared-memory carveout the running kernel needs, and it starts every kernel
-//! invalidated.
+//! invalidated. LDG loads that miss it or bypass it then pass the SM's miss path, a server of
+//! `l1.miss_bandwidth` (when set): it holds an SM streaming L2-resident data with ordinary
+//! loads to the ~36 B/clk that A100 and H100 measure, while async copies and stores use the
+//! port at its full rate. A load waits to issue (`lg_throttle`) while the miss path has more
+//! than [`MISS_PATH_BACKLOG`] cycles queued, so that no access is reserved far ahead of the
+//! others.
 //!
 //! **L2**: `partitions` caches, each the near partition of the SMs of half the GPCs. A load
 //! looks in its near partition (`l2.hit_latency`); on a miss it looks in the far partitions
@@ -31,6 +36,11 @@ use super::server::Server;
 use super::{AccessKind, AccessOutcome, MemRequest, MemorySystem};
 use crate::rate::FRAC;
 
+/// Cycles of work the miss path may have queued before the next load waits to issue: enough
+/// to keep it busy, little enough that no access is sent far ahead of the others (the servers
+/// are reserved in call order).
+const MISS_PATH_BACKLOG: u64 = 32;
+
 pub struct Hierarchy {
     l1: Vec<SectorCache>,
     l1_assoc: u32,
@@ -41,6 +51,8 @@ pub struct Hierarchy {
     line_shift: u32,
     sector_bytes: u64,
     ports: Vec<Server>,
+    /// Per SM: the L1's miss path for LSU loads (`l1.miss_bandwidth`); `None` when unlimited.
+    miss_paths: Option<Vec<Server>>,
     slices: Vec<Server>,
     slices_per_part: u64,
     parts: Vec<SectorCache>,
@@ -79,6 +91,8 @@ impl Hierarchy {
             line_shift: line.trailing_zeros(),
             sector_bytes: sector,
             ports: (0..sms).map(|_| Server::new(arch.noc.sm_port_bandwidth.0)).collect(),
+            miss_paths: (arch.l1.miss_bandwidth.0 > 0.0)
+                .then(|| (0..sms).map(|_| Server::new(arch.l1.miss_bandwidth.0)).collect()),
             slices: (0..arch.l2.slices.max(parts)).map(|_| Server::new(arch.l2.slice_bandwidth.0)).collect(),
             slices_per_part: (arch.l2.slices.max(parts) / parts) as u64,
             parts: (0..parts).map(|_| SectorCache::new(part_lines, arch.l2.assoc, true)).collect(),
@@ -139,6 +153,16 @@ impl Hierarchy {
         }
         let bytes = v.dirty_sectors.count_ones() as u64 * self.sector_bytes;
         self.hbm.access(now_fp, at_fp, v.line << self.line_shift, bytes, true).div_ceil(FRAC)
+    }
+
+    /// When a load's `mask` sectors, missing the L1 of `sm` at `at`, leave the SM: after the
+    /// miss path has moved what is queued before them. Other kinds of access skip it.
+    fn through_miss_path(&mut self, at: u64, sm: usize, mask: u32, kind: AccessKind) -> u64 {
+        let bytes = self.sectors_of(mask) * self.sector_bytes;
+        match &mut self.miss_paths {
+            Some(paths) if kind == AccessKind::Load => paths[sm].reserve(at * FRAC, bytes).div_ceil(FRAC),
+            _ => at,
+        }
     }
 
     /// An L2 access for `mask` sectors of `line` from `sm`, leaving the SM at `at` (cycles).
@@ -235,6 +259,16 @@ impl MemorySystem for Hierarchy {
         ]
     }
 
+    fn load_ready_at(&self, sm: u32, now: u64) -> u64 {
+        match &self.miss_paths {
+            Some(paths) => {
+                let free = paths[sm as usize].free_at() / FRAC;
+                if free > now + MISS_PATH_BACKLOG { free - MISS_PATH_BACKLOG } else { now }
+            }
+            None => now,
+        }
+    }
+
     fn access(&mut self, at: u64, req: &MemRequest<'_>) -> AccessOutcome {
         let mut out = AccessOutcome::default();
         let sm = req.sm as usize;
@@ -271,7 +305,8 @@ impl MemorySystem for Hierarchy {
                 out.l1.hits += n - miss.count_ones() as u64;
                 out.l1.misses += miss.count_ones() as u64;
                 if miss != 0 {
-                    let t = self.l2_access(at, sm, line, miss, false, &mut out);
+                    let leave = self.through_miss_path(at, sm, miss, req.kind);
+                    let t = self.l2_access(leave, sm, line, miss, false, &mut out);
                     self.l1[sm].fill(line, miss, t, false);
                     ready = ready.max(t);
                 }
@@ -280,7 +315,8 @@ impl MemorySystem for Hierarchy {
                 if write || atomic {
                     self.l1[sm].invalidate_sectors(line, mask);
                 }
-                let t = self.l2_access(at, sm, line, mask, write, &mut out);
+                let leave = self.through_miss_path(at, sm, mask, req.kind);
+                let t = self.l2_access(leave, sm, line, mask, write, &mut out);
                 if atomic {
                     // The read-modify-write leaves the line dirty at the L2.
                     let side = self.sm_side[sm] as usize;

@@ -80,6 +80,13 @@ pub trait MemorySystem {
     /// The name this implementation registers under.
     fn name(&self) -> &'static str;
     fn access(&mut self, at: u64, req: &MemRequest<'_>) -> AccessOutcome;
+    /// The earliest cycle SM `sm` should issue a global load that may miss its L1: `now`
+    /// unless the SM's miss path is backed up, then when its backlog has drained to what keeps
+    /// it busy. Asked before a global load issues; must not change what accesses see. Default:
+    /// `now` (a model without a miss-path limit).
+    fn load_ready_at(&self, _sm: u32, now: u64) -> u64 {
+        now
+    }
     /// `shared_per_sm`: shared memory the kernel's resident CTAs need per SM (for the carveout).
     fn begin_kernel(&mut self, _shared_per_sm: u64) {}
     /// Utilisation of the links and servers so far.

@@ -20,6 +20,12 @@ impl Server {
         Server { rate: Rate::bytes_per_cycle(bytes_per_cycle), free_at: 0, bytes: 0, busy: 0, waited: 0, requests: 0 }
     }
 
+    /// When the server is next idle (1/FRAC cycles).
+    #[inline]
+    pub fn free_at(&self) -> u64 {
+        self.free_at
+    }
+
     /// Serves `bytes` arriving at `arrival`; returns when service starts.
     #[inline]
     pub fn reserve(&mut self, arrival: u64, bytes: u64) -> u64 {

@@ -51,6 +51,13 @@ impl Sm {
                 return Err(Blocked { reason, until: q[0] });
             }
         }
+        if t.kind == OpKind::GlobalMem && t.load && !t.store {
+            // The L1's miss path backs up: the load waits to issue (mem::Hierarchy).
+            let ready = mem.load_ready_at(self.id, now);
+            if ready > now {
+                return Err(Blocked { reason: StallReason::LgThrottle, until: ready });
+            }
+        }
 
         // Issue.
         self.subs[sc].pipe_free[pipe] = now + t.interval as u64;

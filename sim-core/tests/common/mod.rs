@@ -60,6 +60,7 @@ pub fn arch(sms: u32) -> Arch {
             hit_latency: Cycles(33),
             bandwidth: BytesPerCycle(128.0),
             mshrs: 256,
+            miss_bandwidth: BytesPerCycle(0.0),
             shared_banks: 32,
             shared_bank_width: Bytes(4),
             shared_latency: Cycles(30),
