@@ -77,7 +77,8 @@ pub struct KernelReport {
 /// Throughput over it is what a long grid of the same CTAs sustains, without the partial last
 /// wave a short grid ends with: a benchmark that launches hundreds of waves (RRZE's 200 000
 /// CTAs) is compared with this, not with the whole kernel's average. Bytes are counted when
-/// the accesses issue.
+/// the accesses issue, so a window not much longer than the time loads spend queued (thousands
+/// of cycles in a DRAM-bound kernel) reads high.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct SteadyWindow {
     pub start_cycle: u64,
