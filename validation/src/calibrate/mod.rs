@@ -16,9 +16,13 @@
 //!   ([`stats::weighted_abs_log_error`]); a failed simulation counts as |ln| = 5.
 //! - **Optimiser**: [`nelder_mead`] over the parameters normalised to [0, 1] within their bounds,
 //!   from the preset's values, 40 iterations at most.
-//! - **Cross-validation**: k-fold; cases are ordered by the hash of their id and case i goes to
-//!   fold i mod k (k ≤ the number of cases). Each fold is fitted on the other folds and
-//!   evaluated on itself; training and validation errors are means over folds.
+//! - **Cross-validation**: stratified k-fold ([`fold_order`]): cases are ordered by stratum
+//!   (kind and level: L1 latency, DRAM bandwidth, ...) and within it by the hash of their id,
+//!   and the i-th case of that order goes to fold i mod k (k ≤ the number of cases). So the
+//!   cases of one stratum, which pin the same parameters, fall into different folds, and a fold
+//!   holds out every case of a stratum only when the stratum has one case. Each fold is fitted
+//!   on the other folds and evaluated on itself; training and validation errors are means over
+//!   folds.
 //! - **Cache**: simulations are cached by (config hash, simulation) within a run; cases with the
 //!   same simulation share it.
 //!
@@ -620,14 +624,27 @@ pub fn transfer(cal: &Calibration, target: &str, cases: &[Case], opts: &CalOptio
     })
 }
 
+/// The order whose i-th case goes to fold i mod k: by stratum (kind, then level), then by the
+/// hash of the id. Without strata, one fold of an A100 memory fit held out the only L1 latency
+/// case and both DRAM latency cases at once, and its fit, with nothing to pin the HBM latency,
+/// moved it 50% (33% error out of fold); stratified, each DRAM latency case is held out with
+/// the other in training. With one stratum (GEMM cases) the order is the hash order alone.
+fn fold_order(cases: &[&Case]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    order.sort_by_key(|&i| {
+        let c = cases[i];
+        (c.kind.to_string(), c.level.clone().unwrap_or_default(), hash_str(&c.id), i)
+    });
+    order
+}
+
 fn cross_validate(ev: &Evaluator, folds: usize, max_iter: usize) -> Option<CrossValidation> {
     let n = ev.cases.len();
     let k = folds.min(n);
     if k < 2 {
         return None;
     }
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| (hash_str(&ev.cases[i].id), i));
+    let order = fold_order(&ev.cases);
     let mut out = Vec::new();
     let mut oof: Vec<Option<OutOfFold>> = vec![None; n];
     for f in 0..k {
@@ -765,6 +782,38 @@ mod tests {
         let (id, why) = &cal.skipped[0];
         assert_eq!(id, "lat-a100sxm-l1-dewing");
         assert!(why.contains("disputed") && why.contains("lat-a10080-l1-rrze"), "{why}");
+    }
+
+    #[test]
+    fn folds_are_stratified_by_kind_and_level() {
+        use crate::reference::Metric;
+        let case = |id: &str, kind: Kind, level: &str| {
+            let mut c = Case::new(id, kind, Metric::Cycles, 1.0);
+            c.level = Some(level.into());
+            c
+        };
+        let cases = [
+            case("lat-dram-a", Kind::Latency, "DRAM"),
+            case("lat-l1", Kind::Latency, "L1"),
+            case("bw-dram-a", Kind::Bandwidth, "DRAM"),
+            case("lat-dram-b", Kind::Latency, "DRAM"),
+            case("bw-dram-b", Kind::Bandwidth, "DRAM"),
+            case("bw-dram-c", Kind::Bandwidth, "DRAM"),
+            case("lat-l2", Kind::Latency, "L2"),
+        ];
+        let refs: Vec<&Case> = cases.iter().collect();
+        let order = fold_order(&refs);
+        let fold_of = |id: &str| order.iter().position(|&i| cases[i].id == id).unwrap() % 3;
+        // Same stratum, different folds: each is predicted by a fit that trained on the other.
+        assert_ne!(fold_of("lat-dram-a"), fold_of("lat-dram-b"));
+        let bw: Vec<usize> = ["bw-dram-a", "bw-dram-b", "bw-dram-c"].iter().map(|id| fold_of(id)).collect();
+        assert!(bw[0] != bw[1] && bw[1] != bw[2] && bw[0] != bw[2], "{bw:?}");
+        // One stratum: the hash order alone, as before strata.
+        let gemm: Vec<Case> = (0..6).map(|i| Case::new(format!("g{i}"), Kind::Gemm, Metric::Tflops, 1.0)).collect();
+        let refs: Vec<&Case> = gemm.iter().collect();
+        let mut by_hash: Vec<usize> = (0..6).collect();
+        by_hash.sort_by_key(|&i| (hash_str(&gemm[i].id), i));
+        assert_eq!(fold_order(&refs), by_hash);
     }
 
     #[test]
