@@ -19,6 +19,7 @@ static PRESETS: &[(&str, &str)] = &[
     ("h200-sxm-calibrated", include_str!("../presets/h200-sxm-calibrated.toml")),
     ("h800-pcie-calibrated", include_str!("../presets/h800-pcie-calibrated.toml")),
     ("a100-pcie-40gb-calibrated", include_str!("../presets/a100-pcie-40gb-calibrated.toml")),
+    ("h100-pcie-calibrated", include_str!("../presets/h100-pcie-calibrated.toml")),
 ];
 
 /// The TOML text of a preset.

@@ -145,7 +145,9 @@ fn next_generation_what_if() {
 
 #[test]
 fn calibrated_presets_inherit_their_part_and_set_only_fitted_parameters() {
-    for base in ["a100-sxm4-80gb", "a100-pcie-40gb", "h100-sxm5-80gb", "h800-sxm5", "h800-pcie", "h200-sxm"] {
+    for base in
+        ["a100-sxm4-80gb", "a100-pcie-40gb", "h100-sxm5-80gb", "h100-pcie", "h800-sxm5", "h800-pcie", "h200-sxm"]
+    {
         let name = format!("{base}-calibrated");
         let text = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("presets/{name}.toml")),
