@@ -33,18 +33,11 @@ fn kernel(mnemonic: &str, iters: u32, fresh: bool) -> KernelTrace {
         }
     }
     b.end_loop().unwrap();
-    let exit = kb.inst("EXIT", None, &[]);
-    b.inst(exit);
-    let p = kb.program(b.finish().unwrap());
-    kb.all_warps(p);
-    kb.build()
+    kb.build_with(b)
 }
 
-/// Bytes per cycle of `mnemonic` on one SM with the miss path at `miss` B/clk (0: none).
-fn bytes_per_cycle(mnemonic: &str, miss: f64) -> f64 {
-    rate(mnemonic, miss, false)
-}
-
+/// Bytes per cycle of `mnemonic` on one SM with the miss path at `miss` B/clk (0: none),
+/// rereading the same data or (`fresh`) new data every iteration.
 fn rate(mnemonic: &str, miss: f64, fresh: bool) -> f64 {
     let mut a = arch(1);
     a.l1.miss_bandwidth = BytesPerCycle(miss);
@@ -54,9 +47,9 @@ fn rate(mnemonic: &str, miss: f64, fresh: bool) -> f64 {
 
 #[test]
 fn loads_that_bypass_the_l1_stream_at_the_miss_path_rate() {
-    let capped = bytes_per_cycle("LDG.E.128.STRONG.GPU", 16.0);
+    let capped = rate("LDG.E.128.STRONG.GPU", 16.0, false);
     assert!((14.5..=16.0).contains(&capped), "{capped:.2} B/clk with a 16 B/clk miss path");
-    let free = bytes_per_cycle("LDG.E.128.STRONG.GPU", 0.0);
+    let free = rate("LDG.E.128.STRONG.GPU", 0.0, false);
     assert!(free > 48.0, "{free:.2} B/clk without a miss-path limit");
 }
 
@@ -71,12 +64,12 @@ fn loads_that_miss_the_l1_are_held_to_it_too() {
 fn l1_hits_do_not_use_the_miss_path() {
     // Through the L1: the 32 KiB fit, so only the first pass misses; the limit must not slow
     // the hits, which run at the L1's 128 B/clk.
-    let hits = bytes_per_cycle("LDG.E.128", 16.0);
+    let hits = rate("LDG.E.128", 16.0, false);
     assert!(hits > 64.0, "{hits:.2} B/clk: L1 hits do not use the miss path");
 }
 
 #[test]
 fn stores_use_the_port_at_its_full_rate() {
-    let stores = bytes_per_cycle("STG.E.128", 16.0);
+    let stores = rate("STG.E.128", 16.0, false);
     assert!(stores > 48.0, "{stores:.2} B/clk of stores with a 16 B/clk miss path for loads");
 }

@@ -75,11 +75,7 @@ fn mixed_kernel() -> KernelTrace {
         0,
     );
     b.end_loop().unwrap();
-    let exit = kb.inst("EXIT", None, &[]);
-    b.inst(exit);
-    let p = kb.program(b.finish().unwrap());
-    kb.all_warps(p);
-    kb.build()
+    kb.build_with(b)
 }
 
 #[test]

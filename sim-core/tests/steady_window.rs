@@ -31,11 +31,7 @@ fn stream_kernel(ctas: u32, iters: u32) -> KernelTrace {
         b.inst(f);
     }
     b.end_loop().unwrap();
-    let exit = kb.inst("EXIT", None, &[]);
-    b.inst(exit);
-    let p = kb.program(b.finish().unwrap());
-    kb.all_warps(p);
-    kb.build()
+    kb.build_with(b)
 }
 
 fn kernel(ctas: u32) -> KernelReport {

@@ -158,11 +158,12 @@ impl Hierarchy {
     /// When a load's `mask` sectors, missing the L1 of `sm` at `at`, leave the SM: after the
     /// miss path has moved what is queued before them. Other kinds of access skip it.
     fn through_miss_path(&mut self, at: u64, sm: usize, mask: u32, kind: AccessKind) -> u64 {
-        let bytes = self.sectors_of(mask) * self.sector_bytes;
-        match &mut self.miss_paths {
-            Some(paths) if kind == AccessKind::Load => paths[sm].reserve(at * FRAC, bytes).div_ceil(FRAC),
-            _ => at,
+        if kind != AccessKind::Load || self.miss_paths.is_none() {
+            return at;
         }
+        let bytes = self.sectors_of(mask) * self.sector_bytes;
+        let paths = self.miss_paths.as_mut().expect("checked above");
+        paths[sm].reserve(at * FRAC, bytes).div_ceil(FRAC)
     }
 
     /// An L2 access for `mask` sectors of `line` from `sm`, leaving the SM at `at` (cycles).

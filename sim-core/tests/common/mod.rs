@@ -143,6 +143,15 @@ impl KB {
         self.layout = vec![p; self.info.warps_per_cta() as usize];
     }
 
+    /// Ends `b` with `EXIT`, makes it the program of every warp and builds the kernel.
+    pub fn build_with(mut self, mut b: ProgramBuilder) -> KernelTrace {
+        let exit = self.inst("EXIT", None, &[]);
+        b.inst(exit);
+        let p = self.program(b.finish().unwrap());
+        self.all_warps(p);
+        self.build()
+    }
+
     pub fn build(self) -> KernelTrace {
         let k = KernelTrace {
             info: self.info,
