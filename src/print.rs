@@ -33,14 +33,15 @@ fn time(us: f64) -> String {
     if us >= 1000.0 { format!("{:.3} ms", us / 1000.0) } else { format!("{us:.3} us") }
 }
 
-fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64) {
+fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) {
     let g = k.grid;
     let b = k.block;
     let _ = writeln!(
         out,
-        "kernel {}  {}  grid ({},{},{})  block ({},{},{})  {} CTAs",
+        "kernel {}  {}{}  grid ({},{},{})  block ({},{},{})  {} CTAs",
         k.id,
         k.name,
+        if streams { format!("  stream {}", k.stream) } else { String::new() },
         g[0],
         g[1],
         g[2],
@@ -126,9 +127,31 @@ pub fn report(r: &Report, source: &str) -> String {
         r.memory_model
     );
     let _ = writeln!(out, "trace: {source}");
+    // Streams and the critical path are shown only when there are several streams (on one,
+    // every kernel is on the path).
+    let streams = r.streams.len() > 1;
     for k in &r.kernels {
         out.push('\n');
-        kernel(&mut out, k, r.sm_clock_mhz);
+        kernel(&mut out, k, r.sm_clock_mhz, streams);
+    }
+    if streams {
+        out.push('\n');
+        for st in &r.streams {
+            let _ = writeln!(
+                out,
+                "stream {:<4} {} kernel(s), busy {} ({} cycles, cycle {} to {})",
+                st.stream,
+                st.kernels,
+                time(st.busy_us),
+                thousands(st.busy_cycles),
+                thousands(st.first_cycle),
+                thousands(st.last_cycle)
+            );
+        }
+    }
+    if streams {
+        let path: Vec<String> = r.critical_path.iter().map(|k| k.to_string()).collect();
+        let _ = writeln!(out, "critical path: kernel {}", path.join(" -> "));
     }
     let _ = writeln!(
         out,

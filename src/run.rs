@@ -20,10 +20,10 @@ pub struct RunArgs {
     /// Override the SM clock, in MHz.
     #[arg(long)]
     pub clock_mhz: Option<f64>,
-    /// Memory model by name: `hierarchy` (L1, L2 partitions, HBM) or `simple` (latency and
-    /// bandwidth only).
-    #[arg(long, default_value = "hierarchy")]
-    pub memory_model: String,
+    /// Memory model by name, overriding the chip's `sim.memory_model`: `hierarchy` (L1, L2
+    /// partitions, HBM) or `simple` (latency and bandwidth only).
+    #[arg(long)]
+    pub memory_model: Option<String>,
     /// Print nothing but errors (with --json).
     #[arg(long, short)]
     pub quiet: bool,

@@ -196,3 +196,20 @@ fn ubench_traces_are_written_and_run() {
         &["footprint", "footprint_bytes"],
     );
 }
+
+#[test]
+fn the_two_streams_example_runs_its_streams_side_by_side() {
+    let json = std::env::temp_dir().join("gpusim-two-streams.json");
+    let trace = root().join("examples/two_streams.trace");
+    let o = gpusim(&["run", "--arch", "h100-sxm5-80gb", "--json", json.to_str().unwrap(), trace.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("critical path: kernel 0 -> 2"), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let k = |i: usize, f: &str| v["kernels"][i][f].as_u64().unwrap();
+    assert_eq!((k(0, "stream"), k(1, "stream"), k(2, "stream"), k(3, "stream")), (0, 1, 0, 2));
+    assert!(k(1, "start_cycle") < k(0, "end_cycle"), "streams 0 and 1 overlap");
+    assert!(k(2, "start_cycle") >= k(0, "end_cycle") && k(2, "start_cycle") >= k(1, "end_cycle"));
+    assert!(k(3, "end_cycle") < k(2, "start_cycle"), "kernel 3 is not held back by kernel 2's wait");
+    assert_eq!(v["streams"].as_array().unwrap().len(), 3);
+}

@@ -225,4 +225,6 @@ pub struct SimParams {
     pub kernel_launch_overhead: Cycles,
     /// Time from a kernel's launch until its first CTA starts, part of the kernel's time.
     pub kernel_launch_latency: Picos,
+    /// The memory system's model by name (`hierarchy`, `simple`).
+    pub memory_model: String,
 }

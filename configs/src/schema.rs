@@ -239,6 +239,11 @@ section! {
         /// the final memory flush). Default 0; presets give an estimate and `gpusim calibrate`
         /// fits it.
         kernel_launch_latency: Opt<Picos>, "time", default Picos(0);
+        /// Model of everything between the SMs' LD/ST units and DRAM: `hierarchy` (sectored
+        /// L1s, partitioned L2, HBM channels with banks; docs/memory-model.md) or `simple` (one
+        /// bandwidth server per SM port and one for DRAM, fixed latencies). `gpusim run
+        /// --memory-model` overrides it for one run.
+        memory_model: Opt<String>, "model name", default "hierarchy".to_string();
     }
 }
 

@@ -11,6 +11,10 @@ use crate::units::Bytes;
 /// Scheduling policies `scheduler.policy` may name.
 pub const POLICIES: [&str; 3] = ["gto", "lrr", "two_level"];
 
+/// Memory models `sim.memory_model` may name (the registry is sim-core's `mem::MODELS`; a test
+/// there checks that the two agree).
+pub const MEMORY_MODELS: [&str; 2] = ["hierarchy", "simple"];
+
 fn rule(ok: bool, keys: &[&str], message: impl FnOnce() -> String) -> Result<(), ConfigError> {
     if ok {
         return Ok(());
@@ -99,6 +103,9 @@ fn sm(a: &Arch) -> Result<(), ConfigError> {
     let sched = &a.scheduler;
     rule(POLICIES.contains(&sched.policy.as_str()), &["scheduler.policy"], || {
         format!("unknown scheduling policy `{}`; use one of {}", sched.policy, POLICIES.join(", "))
+    })?;
+    rule(MEMORY_MODELS.contains(&a.sim.memory_model.as_str()), &["sim.memory_model"], || {
+        format!("unknown memory model `{}`; use one of {}", a.sim.memory_model, MEMORY_MODELS.join(", "))
     })?;
     let per_sub_core = s.max_warps / s.sub_cores.max(1);
     rule(

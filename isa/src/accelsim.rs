@@ -185,8 +185,12 @@ pub struct AccelSimTrace {
     next: usize,
     /// Raw non-null stream handles in order of first appearance; stream number = index + 1.
     streams: Vec<u64>,
-    diags: Vec<Diagnostic>,
+    /// Shared with the kernels handed out, which may outlive a borrow of the trace (a kernel
+    /// kept running by the engine while it reads the next ones: [`KernelSource::detach`]).
+    diags: Diags,
 }
+
+type Diags = std::rc::Rc<std::cell::RefCell<Vec<Diagnostic>>>;
 
 impl AccelSimTrace {
     /// Reads `kernelslist.g`. Kernel paths are relative to its directory.
@@ -207,7 +211,7 @@ impl AccelSimTrace {
             memcpys: Vec::new(),
             next: 0,
             streams: Vec::new(),
-            diags: Vec::new(),
+            diags: Diags::default(),
         };
         while lines.advance()? {
             let at = lines.at();
@@ -223,7 +227,7 @@ impl AccelSimTrace {
             } else if text.starts_with("kernel") {
                 t.kernels.push(KernelEntry { path: dir.join(text), at: at.loc(lead) });
             } else {
-                t.diags.push(Diagnostic {
+                t.diags.borrow_mut().push(Diagnostic {
                     code: diag::IGNORED_LINE,
                     at: at.loc(lead),
                     message: format!("kernel list line ignored: `{text}`"),
@@ -249,18 +253,18 @@ impl AccelSimTrace {
 
     /// Warnings so far: skipped list lines, and skipped header keys and body lines of the kernels
     /// read so far.
-    pub fn diagnostics(&self) -> &[Diagnostic] {
-        &self.diags
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.diags.borrow().clone()
     }
 
     /// Moves the warnings so far out.
     pub fn take_diagnostics(&mut self) -> Vec<Diagnostic> {
-        std::mem::take(&mut self.diags)
+        std::mem::take(&mut *self.diags.borrow_mut())
     }
 
     /// The next kernel as a concrete [`AccelSimKernel`] (which also gives its header).
     /// After an error the next call moves on to the following kernel.
-    pub fn next_accelsim_kernel(&mut self) -> Result<Option<AccelSimKernel<'_>>, TraceError> {
+    pub fn next_accelsim_kernel(&mut self) -> Result<Option<AccelSimKernel>, TraceError> {
         let Some(entry) = self.kernels.get(self.next).cloned() else { return Ok(None) };
         let id = self.next as u32;
         self.next += 1;
@@ -279,8 +283,8 @@ impl AccelSimTrace {
         })?;
         let mut reader = TracegReader::new(BufReader::with_capacity(1 << 16, file), shown, id)?;
         reader.info.stream = self.stream_number(reader.header().cuda_stream_id);
-        self.diags.extend(reader.take_diagnostics());
-        Ok(Some(AccelSimKernel { reader, diags: &mut self.diags }))
+        self.diags.borrow_mut().extend(reader.take_diagnostics());
+        Ok(Some(AccelSimKernel { reader: Some(reader), left: None, diags: self.diags.clone() }))
     }
 
     /// Reads every remaining kernel into memory (for small traces and tests).
@@ -324,30 +328,53 @@ impl TraceSource for AccelSimTrace {
 
 /// One kernel of an [`AccelSimTrace`] being read; its warnings go to the trace's
 /// [`AccelSimTrace::diagnostics`].
-pub struct AccelSimKernel<'a> {
-    reader: TracegReader<BufReader<File>>,
-    diags: &'a mut Vec<Diagnostic>,
+/// It reads a file of its own, so it can be detached from the trace at no cost.
+pub struct AccelSimKernel {
+    /// `None` once detached: the rest of the kernel went to the detached one, and `left` keeps
+    /// what this one still answers.
+    reader: Option<TracegReader<BufReader<File>>>,
+    left: Option<Box<(KernelInfo, OpTable, TracegHeader)>>,
+    diags: Diags,
 }
 
-impl AccelSimKernel<'_> {
+impl AccelSimKernel {
     pub fn header(&self) -> &TracegHeader {
-        self.reader.header()
+        match (&self.reader, &self.left) {
+            (Some(r), _) => r.header(),
+            (None, Some(l)) => &l.2,
+            (None, None) => unreachable!("detaching keeps `left`"),
+        }
     }
 }
 
-impl KernelSource for AccelSimKernel<'_> {
+impl KernelSource for AccelSimKernel {
     fn info(&self) -> &KernelInfo {
-        &self.reader.info
+        match (&self.reader, &self.left) {
+            (Some(r), _) => &r.info,
+            (None, Some(l)) => &l.0,
+            (None, None) => unreachable!("detaching keeps `left`"),
+        }
     }
 
     fn ops(&self) -> &OpTable {
-        self.reader.ops()
+        match (&self.reader, &self.left) {
+            (Some(r), _) => r.ops(),
+            (None, Some(l)) => &l.1,
+            (None, None) => unreachable!("detaching keeps `left`"),
+        }
     }
 
     fn next_cta(&mut self) -> Result<Option<crate::kernel::CtaTrace>, TraceError> {
-        let r = self.reader.next_cta();
-        self.diags.extend(self.reader.take_diagnostics());
+        let Some(reader) = self.reader.as_mut() else { return Ok(None) };
+        let r = reader.next_cta();
+        self.diags.borrow_mut().extend(reader.take_diagnostics());
         r
+    }
+
+    fn detach(&mut self) -> Option<Box<dyn KernelSource>> {
+        let reader = self.reader.take()?;
+        self.left = Some(Box::new((reader.info.clone(), reader.ops().clone(), reader.header().clone())));
+        Some(Box::new(AccelSimKernel { reader: Some(reader), left: None, diags: self.diags.clone() }))
     }
 }
 

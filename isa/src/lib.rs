@@ -33,4 +33,4 @@ pub use kernel::{CtaLayout, CtaTrace, Dim3, KernelInfo, KernelTrace, OpTable, Tr
 pub use opcode::{MemSpace, OpDesc, Semantics, TensorShape, TensorType, UnitClass};
 pub use program::{AddrExpr, Inst, Lanes, MemRef, OpId, Program, ProgramBuilder, Step, Var};
 pub use reg::{Reg, RegRange};
-pub use source::{KernelSource, MemKernelSource, MemTraceSource, TraceSource};
+pub use source::{BufferedKernel, KernelSource, MemKernelSource, MemTraceSource, TraceSource};

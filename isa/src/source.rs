@@ -18,6 +18,16 @@ pub trait KernelSource {
     fn info(&self) -> &KernelInfo;
     fn ops(&self) -> &OpTable;
     fn next_cta(&mut self) -> Result<Option<CtaTrace>, TraceError>;
+
+    /// The rest of this kernel as a source that owns its data, when that costs nothing: an
+    /// in-memory kernel, a generator, a kernel read from a file of its own. Afterwards `self`
+    /// yields no more CTAs. The engine uses it to keep a kernel running while it pulls later
+    /// kernels of the trace (another stream's). `None` (the default) when the rest can only be
+    /// had by reading ahead in a shared stream; the engine then reads it with
+    /// [`BufferedKernel::drain`], and only when a later kernel must start.
+    fn detach(&mut self) -> Option<Box<dyn KernelSource>> {
+        None
+    }
 }
 
 /// A sequence of kernels.
@@ -29,6 +39,51 @@ pub trait TraceSource {
     /// Warnings gathered so far (ignored lines, ...), handed over once each.
     fn take_diagnostics(&mut self) -> Vec<crate::diag::Diagnostic> {
         Vec::new()
+    }
+}
+
+/// The not yet pulled rest of a kernel, read into memory: what the engine keeps of a kernel
+/// whose source it must let go of to read later kernels of a sequential trace.
+pub struct BufferedKernel {
+    info: KernelInfo,
+    ops: OpTable,
+    ctas: std::collections::VecDeque<CtaTrace>,
+    /// The error that ended the reading: handed out after the CTAs read before it, where the
+    /// source itself would have returned it.
+    error: Option<TraceError>,
+}
+
+impl BufferedKernel {
+    /// Reads every remaining CTA of `ks`. An error is kept, not returned: the CTAs before it
+    /// still run, and the error comes when the consumer reaches it.
+    pub fn drain(ks: &mut dyn KernelSource) -> BufferedKernel {
+        let mut ctas = std::collections::VecDeque::new();
+        let error = loop {
+            match ks.next_cta() {
+                Ok(Some(c)) => ctas.push_back(c),
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        BufferedKernel { info: ks.info().clone(), ops: ks.ops().clone(), ctas, error }
+    }
+}
+
+impl KernelSource for BufferedKernel {
+    fn info(&self) -> &KernelInfo {
+        &self.info
+    }
+    fn ops(&self) -> &OpTable {
+        &self.ops
+    }
+    fn next_cta(&mut self) -> Result<Option<CtaTrace>, TraceError> {
+        match self.ctas.pop_front() {
+            Some(c) => Ok(Some(c)),
+            None => match &self.error {
+                Some(e) => Err(e.clone()),
+                None => Ok(None),
+            },
+        }
     }
 }
 
@@ -58,6 +113,11 @@ impl KernelSource for MemKernelSource {
         let c = self.kernel.cta(self.next);
         self.next += 1;
         Ok(Some(c))
+    }
+    fn detach(&mut self) -> Option<Box<dyn KernelSource>> {
+        let rest = MemKernelSource { kernel: self.kernel.clone(), next: self.next };
+        self.next = self.kernel.info.num_ctas();
+        Some(Box::new(rest))
     }
 }
 

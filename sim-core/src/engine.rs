@@ -5,25 +5,29 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use gpusim_configs::Arch;
-use gpusim_isa::{CtaTrace, KernelSource, TraceSource};
+use gpusim_isa::{BufferedKernel, CtaTrace, KernelSource, TraceSource};
 
+use crate::deps::Deps;
 use crate::error::{SimError, SimErrorKind};
 use crate::kernel_run::KernelRun;
 use crate::mem::{self, MemorySystem};
+use crate::observer::{CtaEvent, NoObserver, Observer, SmSample};
 use crate::occupancy::occupancy;
 use crate::report::{Report, build_report};
 use crate::sm::{CtaDone, Sm};
 
 /// Options of one run that are not properties of the chip.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SimOptions {
-    /// Memory model by name (see [`crate::mem::MODELS`]).
-    pub memory_model: String,
+    /// Memory model by name (see [`crate::mem::MODELS`]), overriding the chip's
+    /// `sim.memory_model`; `None` to use the chip's.
+    pub memory_model: Option<String>,
 }
 
-impl Default for SimOptions {
-    fn default() -> Self {
-        SimOptions { memory_model: "hierarchy".into() }
+impl SimOptions {
+    /// The memory model a run of `arch` with these options uses.
+    pub fn memory_model<'a>(&'a self, arch: &'a Arch) -> &'a str {
+        self.memory_model.as_deref().unwrap_or(&arch.sim.memory_model)
     }
 }
 
@@ -32,125 +36,242 @@ type ClusterKey = (u32, u64);
 /// (rank in the cluster, SM, CTA slot on that SM).
 type ClusterMember = (u64, u32, u16);
 
-struct Engine<'a> {
+/// How many kernels the engine holds that still have CTAs to hand out, at most. A kernel that
+/// waits (on its stream or a dependency) while the GPU has room lets the engine read on to later
+/// kernels of the trace, up to this many: each may be read into memory to get past it. The CUDA
+/// driver's default number of hardware work queues (`CUDA_DEVICE_MAX_CONNECTIONS`, 8) bounds
+/// how far ahead a real GPU's front end looks in the same way.
+pub const LOOKAHEAD_KERNELS: usize = 8;
+
+/// Where a kernel's CTAs come from while it is not the trace's current kernel.
+#[derive(Default)]
+struct Feed {
+    /// A source of its own (detached, or read into memory); `None` while it is the trace's
+    /// current kernel or once every CTA has been handed out.
+    src: Option<Box<dyn KernelSource>>,
+    /// CTAs of clusters not yet complete, by cluster index in launch order.
+    cluster_buf: BTreeMap<u64, Vec<CtaTrace>>,
+}
+
+/// Why [`Engine::run`] returned with the trace's current kernel still held.
+enum Stop {
+    /// The current kernel has handed out every CTA: pull the next kernel.
+    CurrentDone,
+    /// The current kernel cannot place a CTA now (it waits for a predecessor, or the GPU has no
+    /// room for it while it may have room for another): let go of it and pull the next kernel.
+    LookAhead,
+}
+
+struct Engine<'a, O: Observer> {
     arch: &'a Arch,
+    obs: &'a mut O,
+    memory_model: String,
     sms: Vec<Sm>,
     mem: Box<dyn MemorySystem>,
     kernels: Vec<KernelRun>,
+    feeds: Vec<Feed>,
+    deps: Deps,
+    /// Kernels pulled and not finished, in launch order.
+    active: Vec<usize>,
+    /// Per kernel: which SMs have received one of its CTAs (bit per SM).
+    arrived: Vec<Vec<u64>>,
     events: BinaryHeap<Reverse<CtaDone>>,
     done_buf: Vec<CtaDone>,
+    ready_buf: Vec<u32>,
+    order_buf: Vec<usize>,
     now: u64,
     last_issue: u64,
     next_sm: usize,
     next_gpc: usize,
-    /// CTAs of clusters not yet complete, by cluster index in launch order.
-    cluster_buf: BTreeMap<u64, Vec<CtaTrace>>,
     /// Where each resident cluster's CTAs are: (kernel, cluster) → (rank, SM, CTA slot).
     clusters: BTreeMap<ClusterKey, Vec<ClusterMember>>,
     /// `sim.kernel_launch_latency` in SM cycles.
     launch_latency_cycles: u64,
+    /// An error met while reading ahead of the kernels still running: raised once they have
+    /// finished, so that their results are kept (`SimError::partial`).
+    deferred: Option<SimErrorKind>,
+    /// Sampling: the interval, the next cycle to sample, and the buffer the samples go out in.
+    sample_every: Option<u64>,
+    next_sample: u64,
+    samples: Vec<SmSample>,
 }
 
 /// Runs every kernel of `source` on `arch`.
 pub fn simulate(arch: &Arch, source: &mut dyn TraceSource, opts: &SimOptions) -> Result<Report, SimError> {
-    let mut e = Engine::new(arch, opts)?;
-    let res = (|| {
-        while let Some(mut ks) = source.next_kernel().map_err(|t| e.fail(SimErrorKind::Trace(t)))? {
-            let kidx = e.add_kernel(&*ks)?;
-            e.run(Some((kidx, &mut *ks)))?;
-        }
-        e.run(None)
-    })();
-    res.map(|_| build_report(arch, opts, &e.kernels, e.now, e.mem.links()))
+    simulate_observed(arch, source, opts, &mut NoObserver)
 }
 
-impl<'a> Engine<'a> {
-    fn new(arch: &'a Arch, opts: &SimOptions) -> Result<Engine<'a>, SimError> {
+/// [`simulate`], telling `obs` what happens as it happens.
+pub fn simulate_observed<O: Observer>(
+    arch: &Arch,
+    source: &mut dyn TraceSource,
+    opts: &SimOptions,
+    obs: &mut O,
+) -> Result<Report, SimError> {
+    let mut e = Engine::new(arch, opts, obs)?;
+    let res = (|| {
+        while e.deferred.is_none() {
+            let mut ks = match source.next_kernel() {
+                Ok(Some(ks)) => ks,
+                Ok(None) => break,
+                Err(t) => {
+                    e.deferred = Some(SimErrorKind::Trace(t));
+                    break;
+                }
+            };
+            let Some(kidx) = e.add_kernel(&*ks) else { break };
+            if let Stop::LookAhead = e.run(Some((kidx, &mut *ks)))? {
+                e.detach(kidx, &mut *ks);
+            }
+        }
+        e.run(None).map(|_| ())
+    })();
+    res.map(|_| build_report(arch, &e.memory_model, &e.kernels, e.now, e.mem.links()))
+}
+
+impl<'a, O: Observer> Engine<'a, O> {
+    fn new(arch: &'a Arch, opts: &SimOptions, obs: &'a mut O) -> Result<Engine<'a, O>, SimError> {
         let err = |m: String| SimError { kind: SimErrorKind::Config(m), partial: None };
         let sms = (0..arch.sm.count).map(|i| Sm::new(i, arch)).collect::<Result<Vec<_>, _>>().map_err(err)?;
-        let mem = mem::build(&opts.memory_model, arch).map_err(err)?;
+        let memory_model = opts.memory_model(arch).to_string();
+        let mem = mem::build(&memory_model, arch).map_err(err)?;
+        let sample_every = obs.sample_interval().filter(|&n| n > 0);
         Ok(Engine {
             arch,
+            obs,
+            memory_model,
             sms,
             mem,
             kernels: Vec::new(),
+            feeds: Vec::new(),
+            deps: Deps::default(),
+            active: Vec::new(),
+            arrived: Vec::new(),
             events: BinaryHeap::new(),
             done_buf: Vec::new(),
+            ready_buf: Vec::new(),
+            order_buf: Vec::new(),
             now: 0,
             last_issue: 0,
             next_sm: 0,
             next_gpc: 0,
-            cluster_buf: BTreeMap::new(),
             clusters: BTreeMap::new(),
             launch_latency_cycles: arch.sim.kernel_launch_latency.to_cycles(arch.clocks.sm).0,
+            deferred: None,
+            sample_every,
+            next_sample: sample_every.unwrap_or(u64::MAX),
+            samples: Vec::new(),
         })
     }
 
     /// An error that keeps the report of the kernels that finished.
     fn fail(&self, kind: SimErrorKind) -> SimError {
-        let finished: Vec<usize> = (0..self.kernels.len()).filter(|&i| self.kernels[i].finished()).collect();
+        let finished: Vec<&KernelRun> = self.kernels.iter().filter(|k| k.finished()).collect();
         let partial = if finished.is_empty() {
             None
         } else {
-            let end = finished.iter().map(|&i| self.kernels[i].end).max().unwrap_or(0);
-            let ks: Vec<&KernelRun> = finished.iter().map(|&i| &self.kernels[i]).collect();
-            Some(Box::new(crate::report::build_report_refs(self.arch, "partial", &ks, end, self.mem.links())))
+            let end = finished.iter().map(|k| k.end).max().unwrap_or(0);
+            Some(Box::new(crate::report::build_report_refs(self.arch, "partial", &finished, end, self.mem.links())))
         };
         SimError { kind, partial }
     }
 
-    fn add_kernel(&mut self, ks: &dyn KernelSource) -> Result<usize, SimError> {
+    /// Registers a kernel pulled from the trace. `None` when it cannot launch at all (the error
+    /// is deferred until the kernels before it have run).
+    fn add_kernel(&mut self, ks: &dyn KernelSource) -> Option<usize> {
         let info = ks.info().clone();
-        let occ = occupancy(self.arch, &info)
-            .map_err(|reason| self.fail(SimErrorKind::Launch { kernel: info.name.clone(), reason }))?;
+        let occ = match occupancy(self.arch, &info) {
+            Ok(o) => o,
+            Err(reason) => {
+                self.deferred = Some(SimErrorKind::Launch { kernel: info.name.clone(), reason });
+                return None;
+            }
+        };
         let idx = self.kernels.len();
         let mut k = KernelRun::new(info, occ, self.sms.len());
         k.sync_ops(ks.ops(), self.arch);
+        let kernels = &self.kernels;
+        let ready = self.deps.add(idx, k.info.stream, &k.info.deps, |d| kernels[d].finished().then(|| kernels[d].end));
         self.kernels.push(k);
-        self.update_launchable(idx);
-        Ok(idx)
+        self.feeds.push(Feed::default());
+        self.arrived.push(vec![0; self.sms.len().div_ceil(64)]);
+        self.active.push(idx);
+        if ready {
+            self.set_launchable(idx);
+        }
+        Some(idx)
     }
 
-    /// Kernels this one waits for: its explicit dependencies and the previous kernel of its stream.
-    fn deps(&self, idx: usize) -> Vec<usize> {
-        let k = &self.kernels[idx];
-        let mut d: Vec<usize> = k.info.deps.iter().map(|&x| x as usize).filter(|&x| x < idx).collect();
-        if let Some(prev) = (0..idx).rev().find(|&j| self.kernels[j].info.stream == k.info.stream) {
-            d.push(prev);
-        }
-        d
+    /// Kernel `idx` has no unfinished predecessor: it launches `sim.kernel_launch_overhead`
+    /// after the last of them ended, or at cycle 0 when it has none (the host queues every
+    /// launch at once; a trace carries no host timing), and its CTAs may start
+    /// `sim.kernel_launch_latency` later. The launch may lie before `now` when the engine reads
+    /// the kernel late (behind a kernel of another stream): its time still runs from it.
+    fn set_launchable(&mut self, idx: usize) {
+        let pred = self.deps.latest_predecessor(idx);
+        let launched = match pred {
+            Some((end, _)) => end + self.arch.sim.kernel_launch_overhead.0,
+            None => 0,
+        };
+        let gated_by = pred.map(|(_, p)| self.kernels[p as usize].info.id);
+        let k = &mut self.kernels[idx];
+        k.launched_at = launched;
+        k.launchable_at = Some(launched + self.launch_latency_cycles);
+        k.gated_by = gated_by;
     }
 
-    fn update_launchable(&mut self, idx: usize) {
-        if self.kernels[idx].launchable_at.is_some() {
-            return;
+    /// Lets go of the trace's current kernel `kidx`, keeping the rest of its CTAs: detached at no
+    /// cost where its source allows, else read into memory.
+    fn detach(&mut self, kidx: usize, ks: &mut dyn KernelSource) {
+        if self.feeds[kidx].src.is_some() {
+            return; // detached already (`should_look_ahead`)
         }
-        let deps = self.deps(idx);
-        if deps.iter().all(|&d| self.kernels[d].finished()) {
-            let after = deps.iter().map(|&d| self.kernels[d].end).max();
-            let at = match after {
-                Some(end) => end + self.arch.sim.kernel_launch_overhead.0,
-                None => self.now,
-            };
-            let launched = at.max(self.now);
-            self.kernels[idx].launched_at = launched;
-            self.kernels[idx].launchable_at = Some(launched + self.launch_latency_cycles);
-        }
+        let src = match ks.detach() {
+            Some(s) => s,
+            None => Box::new(BufferedKernel::drain(ks)),
+        };
+        self.feeds[kidx].src = Some(src);
     }
 
-    /// Simulates until `current`'s trace has handed out every CTA, or (with `None`) until every
-    /// kernel has finished.
-    fn run(&mut self, mut current: Option<(usize, &mut dyn KernelSource)>) -> Result<(), SimError> {
+    /// Simulates until the current kernel (`Some`) has handed out every CTA or should be let go
+    /// of ([`Stop`]), or (with `None`) until every kernel pulled has finished.
+    fn run(&mut self, mut current: Option<(usize, &mut dyn KernelSource)>) -> Result<Stop, SimError> {
         let watchdog = self.arch.sim.watchdog_cycles.0.max(1);
         loop {
             self.retire_due();
-            if let Some((kidx, ks)) = current.as_mut() {
-                self.dispatch(*kidx, &mut **ks)?;
-                if self.kernels[*kidx].source_done && self.cluster_buf.is_empty() {
-                    return Ok(());
+            // CTAs go out in launch order of their kernels: a later kernel gets what an earlier
+            // one leaves free.
+            let mut order = std::mem::take(&mut self.order_buf);
+            order.clear();
+            order.extend_from_slice(&self.active);
+            for &kidx in &order {
+                match current.as_mut() {
+                    Some((cur, ks)) if *cur == kidx => self.dispatch(kidx, &mut **ks)?,
+                    _ => {
+                        if let Some(mut src) = self.feeds[kidx].src.take() {
+                            let r = self.dispatch(kidx, &mut *src);
+                            if !self.handed_out(kidx) {
+                                self.feeds[kidx].src = Some(src);
+                            }
+                            r?;
+                        }
+                    }
                 }
-            } else if self.kernels.iter().all(|k| k.finished()) {
-                return Ok(());
+            }
+            self.order_buf = order;
+            if let Some((kidx, ks)) = current.as_mut() {
+                let kidx = *kidx;
+                if self.handed_out(kidx) {
+                    return Ok(Stop::CurrentDone);
+                }
+                if self.should_look_ahead(kidx, &mut **ks) {
+                    return Ok(Stop::LookAhead);
+                }
+            } else if self.active.is_empty() {
+                return match self.deferred.take() {
+                    Some(kind) => Err(self.fail(kind)),
+                    None => Ok(Stop::CurrentDone),
+                };
             }
 
             let now = self.now;
@@ -173,13 +294,19 @@ impl<'a> Engine<'a> {
             if let Some(Reverse(d)) = self.events.peek() {
                 next = next.min(d.at);
             }
-            if let Some((kidx, _)) = current.as_ref()
-                && let Some(at) = self.kernels[*kidx].launchable_at
-                && at > now
-            {
-                next = next.min(at);
+            for &kidx in &self.active {
+                if let Some(at) = self.kernels[kidx].launchable_at
+                    && at > now
+                {
+                    next = next.min(at);
+                }
             }
             if next == u64::MAX {
+                if current.is_none()
+                    && let Some(kind) = self.deferred.take()
+                {
+                    return Err(self.fail(kind));
+                }
                 return Err(self.watchdog(now));
             }
             let next = next.max(now + 1);
@@ -188,7 +315,49 @@ impl<'a> Engine<'a> {
             {
                 return Err(self.watchdog(next));
             }
+            self.sample_until(next);
             self.now = next;
+        }
+    }
+
+    /// Whether kernel `kidx` has placed every CTA of its grid.
+    fn handed_out(&self, kidx: usize) -> bool {
+        self.kernels[kidx].source_done && self.feeds[kidx].cluster_buf.is_empty()
+    }
+
+    /// Whether to let go of the current kernel `kidx` and read the next one: it is waiting for a
+    /// predecessor, or it is running but no SM has room for its next CTA and it can be detached
+    /// at no cost (another stream's kernel may fit where it does not). Never beyond
+    /// [`LOOKAHEAD_KERNELS`] kernels with CTAs left.
+    fn should_look_ahead(&mut self, kidx: usize, ks: &mut dyn KernelSource) -> bool {
+        let pending = self.active.iter().filter(|&&k| !self.kernels[k].source_done).count();
+        if pending >= LOOKAHEAD_KERNELS {
+            return false;
+        }
+        match self.kernels[kidx].launchable_at {
+            None => true,
+            Some(at) if at <= self.now => match ks.detach() {
+                Some(src) => {
+                    self.feeds[kidx].src = Some(src);
+                    true
+                }
+                None => false,
+            },
+            Some(_) => false,
+        }
+    }
+
+    /// Calls the observer's `sample` for every sampling point before `next`.
+    fn sample_until(&mut self, next: u64) {
+        let Some(every) = self.sample_every else { return };
+        while self.next_sample < next {
+            self.samples.clear();
+            self.samples.extend(self.sms.iter().map(|s| {
+                let (ctas, warps) = s.resident();
+                SmSample { sm: s.id, resident_ctas: ctas, resident_warps: warps, warp_instructions: s.issued }
+            }));
+            self.obs.sample(self.next_sample, &self.samples);
+            self.next_sample = self.next_sample.saturating_add(every);
         }
     }
 
@@ -231,6 +400,7 @@ impl<'a> Engine<'a> {
                     !v.is_empty()
                 });
             }
+            let coord = self.sms[d.sm as usize].cta_coord(d.cta_slot);
             let k = &mut self.kernels[kidx];
             self.sms[d.sm as usize].retire(d.cta_slot, d.at, k);
             k.ctas_done += 1;
@@ -239,19 +409,33 @@ impl<'a> Engine<'a> {
             }
             k.end = k.end.max(d.at);
             self.last_issue = self.last_issue.max(d.at);
+            self.obs.cta_retire(&CtaEvent { kernel: k.info.id, cta: coord, sm: d.sm, cycle: d.at });
             if k.finished() {
-                for j in 0..self.kernels.len() {
-                    self.update_launchable(j);
-                }
+                self.finish_kernel(kidx);
             }
         }
+    }
+
+    /// Kernel `kidx` retired its last CTA: its successors may launch.
+    fn finish_kernel(&mut self, kidx: usize) {
+        let end = self.kernels[kidx].end;
+        self.obs.kernel_end(&self.kernels[kidx].info, end);
+        self.active.retain(|&k| k != kidx);
+        self.feeds[kidx] = Feed::default();
+        let mut ready = std::mem::take(&mut self.ready_buf);
+        self.deps.finish(kidx, end, &mut ready);
+        for &j in &ready {
+            self.set_launchable(j as usize);
+        }
+        ready.clear();
+        self.ready_buf = ready;
     }
 
     /// Launches CTAs of `kidx` in order while SMs have room. CTAs of a thread-block cluster
     /// launch together, on SMs of one GPC.
     fn dispatch(&mut self, kidx: usize, ks: &mut dyn KernelSource) -> Result<(), SimError> {
         let Some(at) = self.kernels[kidx].launchable_at else { return Ok(()) };
-        if at > self.now || self.kernels[kidx].source_done && self.cluster_buf.is_empty() {
+        if at > self.now || self.handed_out(kidx) {
             return Ok(());
         }
         if self.kernels[kidx].info.cluster.count() > 1 {
@@ -288,8 +472,14 @@ impl<'a> Engine<'a> {
                 let k = &mut self.kernels[kidx];
                 k.source_done = true;
                 if k.ctas_dispatched == 0 {
+                    // An empty grid: it starts and ends here.
                     k.start = Some(self.now);
                     k.end = self.now;
+                    self.obs.kernel_start(&self.kernels[kidx].info, self.now);
+                }
+                if self.kernels[kidx].finished() {
+                    // Its last CTA retired before the source said it had no more.
+                    self.finish_kernel(kidx);
                 }
                 return Ok(None);
             }
@@ -314,10 +504,18 @@ impl<'a> Engine<'a> {
         let k = &mut self.kernels[kidx];
         if k.start.is_none() {
             // The kernel's time runs from its launch: the launch latency is part of it.
-            k.start = Some(k.launched_at.min(self.now));
-            let shared = k.occupancy.smem_per_cta * k.occupancy.ctas_per_sm as u64;
-            self.mem.begin_kernel(shared);
+            let start = k.launched_at.min(self.now);
+            k.start = Some(start);
+            self.obs.kernel_start(&k.info, start);
         }
+        let bit = &mut self.arrived[kidx][sm / 64];
+        if *bit & (1 << (sm % 64)) == 0 {
+            *bit |= 1 << (sm % 64);
+            let shared = k.occupancy.smem_per_cta * k.occupancy.ctas_per_sm as u64;
+            let idle = self.sms[sm].resident().0 == 0;
+            self.mem.kernel_arrives(sm as u32, shared, idle);
+        }
+        self.obs.cta_launch(&CtaEvent { kernel: k.info.id, cta: cta.coord, sm: sm as u32, cycle: self.now });
         k.ctas_dispatched += 1;
         let clustered = k.info.cluster.count() > 1;
         let key = (kidx as u32, crate::sm::cluster_id(&k.info, cta.coord));
@@ -343,7 +541,7 @@ impl<'a> Engine<'a> {
         let clusters_y = grid.y.div_ceil(cl.y.max(1)) as u64;
         loop {
             // Fill the buffer until its first cluster is complete.
-            while self.cluster_buf.first_key_value().is_none_or(|(_, v)| v.len() < size) {
+            while self.feeds[kidx].cluster_buf.first_key_value().is_none_or(|(_, v)| v.len() < size) {
                 if self.kernels[kidx].source_done {
                     break;
                 }
@@ -351,9 +549,9 @@ impl<'a> Engine<'a> {
                 let c = cta.coord;
                 let id = (c.x / cl.x.max(1)) as u64
                     + clusters_x * ((c.y / cl.y.max(1)) as u64 + clusters_y * (c.z / cl.z.max(1)) as u64);
-                self.cluster_buf.entry(id).or_default().push(cta);
+                self.feeds[kidx].cluster_buf.entry(id).or_default().push(cta);
             }
-            let Some((_, members)) = self.cluster_buf.first_key_value() else {
+            let Some((_, members)) = self.feeds[kidx].cluster_buf.first_key_value() else {
                 if (0..self.sms.len()).any(|s| self.sms[s].fits(&self.kernels[kidx])) {
                     self.note_idle_slot(kidx);
                 }
@@ -364,7 +562,7 @@ impl<'a> Engine<'a> {
                 return Ok(());
             }
             let Some(plan) = self.plan_cluster(kidx, members.len()) else { return Ok(()) };
-            let (_, members) = self.cluster_buf.pop_first().expect("checked above");
+            let (_, members) = self.feeds[kidx].cluster_buf.pop_first().expect("checked above");
             for (cta, sm) in members.into_iter().zip(plan) {
                 self.place(kidx, sm, cta);
             }

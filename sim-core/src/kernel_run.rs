@@ -64,6 +64,9 @@ pub struct KernelRun {
     /// Earliest cycle CTAs may launch (dependencies plus launch overhead); `None` while a
     /// dependency is still running.
     pub launchable_at: Option<u64>,
+    /// The predecessor (its kernel id) whose end set this kernel's launch, if one did: the link of
+    /// the critical path.
+    pub gated_by: Option<u32>,
     /// Per SM: resident CTAs of this kernel and since when the count has been non-zero.
     pub sm_resident: Vec<(u32, u64)>,
     /// When the first CTA retired: the ramp-up is over (the steady window's start).
@@ -88,6 +91,7 @@ impl KernelRun {
             ctas_done: 0,
             source_done: false,
             launchable_at: None,
+            gated_by: None,
             sm_resident: vec![(0, 0); sms],
             first_retire: None,
             first_idle_slot: None,

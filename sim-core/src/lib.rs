@@ -6,18 +6,21 @@
 //! Invariants:
 //! - No I/O: it reads nothing and prints nothing; trace sources are called through a trait.
 //! - Deterministic: the same arch and trace give a bit-identical report on every machine. No
-//!   hash-map iteration order, no threads in a run; timing uses integer arithmetic (bandwidth
+//!   hash-map iteration order, no threads in a run (yet); timing uses integer arithmetic (bandwidth
 //!   servers in fixed point, [`rate`]) or single exactly-rounded IEEE operations, never a
 //!   platform math library.
 //! - No heap allocation per simulated instruction; idle cycles are skipped, not stepped.
 //!
-//! Reading order: [`engine`] (the loop), [`sm`] (one SM: `mod.rs`, then `issue.rs`),
+//! Reading order: [`engine`] (the loop; [`deps`] for when kernels may start, [`observer`] for
+//! watching a run), [`sm`] (one SM: `mod.rs`, then `issue.rs`),
 //! [`sm::scheduler`], [`timing`], [`occupancy`], [`mem`], [`stats`], [`report`].
 
+pub mod deps;
 pub mod engine;
 pub mod error;
 pub mod kernel_run;
 pub mod mem;
+pub mod observer;
 pub mod occupancy;
 pub mod rate;
 pub mod report;
@@ -25,8 +28,9 @@ pub mod sm;
 pub mod stats;
 pub mod timing;
 
-pub use engine::{SimOptions, simulate};
+pub use engine::{LOOKAHEAD_KERNELS, SimOptions, simulate, simulate_observed};
 pub use error::{SimError, SimErrorKind};
+pub use observer::{CtaEvent, NoObserver, Observer, SmSample};
 pub use occupancy::{Limiter, Occupancy, occupancy};
-pub use report::{KernelReport, Report, SteadyWindow};
+pub use report::{KernelReport, Report, SteadyWindow, StreamReport};
 pub use stats::{MemTraffic, StallReason};

@@ -7,13 +7,12 @@ use gpusim_configs::{Arch, Hertz};
 use gpusim_isa::UnitClass;
 use serde::Serialize;
 
-use crate::engine::SimOptions;
 use crate::kernel_run::KernelRun;
 use crate::occupancy::Limiter;
 use crate::stats::{MemTraffic, StallReason};
 
 /// Schema version of [`Report`]'s JSON form.
-pub const REPORT_SCHEMA_VERSION: u32 = 1;
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
 
 /// A whole run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -31,8 +30,26 @@ pub struct Report {
     pub flops: u64,
     pub tflops: f64,
     pub kernels: Vec<KernelReport>,
+    /// Each stream that ran a kernel, in stream order.
+    pub streams: Vec<StreamReport>,
+    /// The chain of kernels that set the run's end: the last kernel to finish, preceded by the
+    /// predecessor whose end held back its launch, and so on (kernel ids, in time order).
+    pub critical_path: Vec<u32>,
     /// Utilisation and queueing of the memory system's links over the whole run.
     pub links: Vec<crate::mem::LinkStats>,
+}
+
+/// One CUDA stream over the run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StreamReport {
+    pub stream: u32,
+    pub kernels: u32,
+    /// Cycles during which at least one of the stream's kernels ran (launch to last CTA).
+    pub busy_cycles: u64,
+    /// `busy_cycles` at the configured SM clock.
+    pub busy_us: f64,
+    pub first_cycle: u64,
+    pub last_cycle: u64,
 }
 
 /// One kernel.
@@ -40,6 +57,8 @@ pub struct Report {
 pub struct KernelReport {
     pub id: u32,
     pub name: String,
+    /// CUDA stream the kernel ran on.
+    pub stream: u32,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub ctas: u64,
@@ -161,6 +180,7 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
     KernelReport {
         id: k.info.id,
         name: k.info.name.clone(),
+        stream: k.info.stream,
         grid: k.info.grid.as_array(),
         block: k.info.block.as_array(),
         ctas: k.ctas_done,
@@ -211,13 +231,13 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
 
 pub(crate) fn build_report(
     arch: &Arch,
-    opts: &SimOptions,
+    model: &str,
     kernels: &[KernelRun],
     end: u64,
     links: Vec<crate::mem::LinkStats>,
 ) -> Report {
     let refs: Vec<&KernelRun> = kernels.iter().collect();
-    build_report_refs(arch, &opts.memory_model, &refs, end, links)
+    build_report_refs(arch, model, &refs, end, links)
 }
 
 pub(crate) fn build_report_refs(
@@ -231,12 +251,7 @@ pub(crate) fn build_report_refs(
     let first = kernels.iter().filter_map(|k| k.start).min().unwrap_or(0);
     let last = kernels.iter().map(|k| k.end).max().unwrap_or(end);
     let total_cycles = last.saturating_sub(first);
-    // Cycles outside kernels (launch gaps) run at the configured clock; each kernel's own cycles
-    // at its clock. Exact for kernels that do not overlap, which is how streams are simulated
-    // unless kernels are independent.
-    let at_base = us(total_cycles, arch.clocks.sm);
-    let slower: f64 = ks.iter().map(|k| k.time_us - us(k.cycles, arch.clocks.sm)).sum();
-    let time_us = at_base + slower;
+    let time_us = run_time_us(arch, &ks);
     let flops: u64 = ks.iter().map(|k| k.flops).sum();
     Report {
         schema_version: REPORT_SCHEMA_VERSION,
@@ -248,7 +263,88 @@ pub(crate) fn build_report_refs(
         warp_instructions: ks.iter().map(|k| k.warp_instructions).sum(),
         flops,
         tflops: if time_us > 0.0 { flops as f64 / (time_us * 1e-6) / 1e12 } else { 0.0 },
+        streams: streams(arch, &ks),
+        critical_path: critical_path(kernels),
         kernels: ks,
         links,
     }
+}
+
+/// The run's time. Cycles outside kernels (launch gaps) run at the configured clock, each
+/// kernel's own cycles at its clock. Where kernels overlap, the chip runs at the slowest clock
+/// of those running (the power limit is the chip's).
+fn run_time_us(arch: &Arch, ks: &[KernelReport]) -> f64 {
+    let first = ks.iter().map(|k| k.start_cycle).min().unwrap_or(0);
+    let last = ks.iter().map(|k| k.end_cycle).max().unwrap_or(0);
+    let total = last.saturating_sub(first);
+    let mut by_start: Vec<&KernelReport> = ks.iter().collect();
+    by_start.sort_by_key(|k| (k.start_cycle, k.id));
+    let overlap = by_start.windows(2).any(|w| w[1].start_cycle < w[0].end_cycle);
+    if !overlap {
+        let slower: f64 = ks.iter().map(|k| k.time_us - us(k.cycles, arch.clocks.sm)).sum();
+        return us(total, arch.clocks.sm) + slower;
+    }
+    // Elementary intervals between kernel starts and ends.
+    let mut points: Vec<u64> = ks.iter().flat_map(|k| [k.start_cycle, k.end_cycle]).collect();
+    points.sort_unstable();
+    points.dedup();
+    let base = arch.clocks.sm.mhz();
+    let mut t = 0.0;
+    for w in points.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let mhz =
+            ks.iter().filter(|k| k.start_cycle <= a && k.end_cycle >= b).map(|k| k.clock_mhz).fold(base, f64::min);
+        t += (b - a) as f64 / mhz;
+    }
+    t
+}
+
+fn streams(arch: &Arch, ks: &[KernelReport]) -> Vec<StreamReport> {
+    let mut by: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    for k in ks {
+        by.entry(k.stream).or_default().push((k.start_cycle, k.end_cycle));
+    }
+    by.into_iter()
+        .map(|(stream, mut iv)| {
+            iv.sort_unstable();
+            let (mut busy, mut cur) = (0u64, None::<(u64, u64)>);
+            for (a, b) in iv.iter().copied() {
+                cur = match cur {
+                    Some((s, e)) if a <= e => Some((s, e.max(b))),
+                    Some((s, e)) => {
+                        busy += e - s;
+                        Some((a, b))
+                    }
+                    None => Some((a, b)),
+                };
+            }
+            if let Some((s, e)) = cur {
+                busy += e - s;
+            }
+            StreamReport {
+                stream,
+                kernels: iv.len() as u32,
+                busy_cycles: busy,
+                busy_us: us(busy, arch.clocks.sm),
+                first_cycle: iv.iter().map(|x| x.0).min().unwrap_or(0),
+                last_cycle: iv.iter().map(|x| x.1).max().unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
+/// From the last kernel to finish back through the predecessors that held back each launch.
+fn critical_path(kernels: &[&KernelRun]) -> Vec<u32> {
+    let by_id: BTreeMap<u32, &KernelRun> = kernels.iter().map(|k| (k.info.id, *k)).collect();
+    // The last to end; on a tie the later kernel (it started last).
+    let Some(mut k) = kernels.iter().copied().max_by_key(|k| (k.end, k.info.id)) else { return Vec::new() };
+    let mut path = vec![k.info.id];
+    while let Some(p) = k.gated_by.and_then(|id| by_id.get(&id))
+        && path.len() <= kernels.len()
+    {
+        path.push(p.info.id);
+        k = p;
+    }
+    path.reverse();
+    path
 }

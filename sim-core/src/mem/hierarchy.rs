@@ -9,8 +9,9 @@
 //! **L1** (per SM): sectored, LRU; loads allocate, global stores write through and invalidate
 //! the sectors they write (no allocate on write); `.BYPASS`/`.CG` loads and async copies skip
 //! it. A hit waits for an in-flight fill of its line (MSHR merging). Its capacity is the unified
-//! SRAM minus the shared-memory carveout the running kernel needs, and it starts every kernel
-//! invalidated. LDG loads that miss it or bypass it then pass the SM's miss path, a server of
+//! SRAM minus the shared-memory carveout of the kernels on the SM, and it is invalidated when
+//! a kernel's first CTA arrives on the SM (each SM on its own, as kernels of several streams
+//! come and go). LDG loads that miss it or bypass it then pass the SM's miss path, a server of
 //! `l1.miss_bandwidth` (when set): it holds an SM streaming L2-resident data with ordinary
 //! loads to the ~36 B/clk that A100 and H100 measure, while async copies and stores use the
 //! port at its full rate. A load waits to issue (`lg_throttle`) while the miss path has more
@@ -43,6 +44,8 @@ const MISS_PATH_BACKLOG: u64 = 32;
 
 pub struct Hierarchy {
     l1: Vec<SectorCache>,
+    /// Per SM: the shared-memory carveout its L1 is sized for.
+    l1_carve: Vec<u64>,
     l1_assoc: u32,
     l1_sram: u64,
     carveouts: Vec<u64>,
@@ -83,6 +86,7 @@ impl Hierarchy {
         carveouts.sort_unstable();
         let mut h = Hierarchy {
             l1: Vec::new(),
+            l1_carve: vec![0; sms as usize],
             l1_assoc: arch.l1.assoc,
             l1_sram: arch.l1.sram.0,
             carveouts,
@@ -104,23 +108,26 @@ impl Hierarchy {
             dram_latency: hbm_cycles.saturating_sub(hbm.row_miss_cycles() + hbm.mean_refresh_wait_cycles()),
             hbm,
         };
-        h.size_l1(0);
+        h.l1 = (0..sms).map(|_| SectorCache::new(1, h.l1_assoc, false)).collect();
+        for sm in 0..sms as usize {
+            h.size_l1(sm, 0);
+        }
         h
     }
 
-    /// Rebuilds the L1s for a kernel that needs `shared` bytes of shared memory per SM: the
-    /// carveout is the smallest supported one that holds it, the L1 gets the rest of the SRAM.
-    fn size_l1(&mut self, shared: u64) {
+    /// Sizes SM `sm`'s L1 for `shared` bytes of shared memory: the carveout is the smallest
+    /// supported one that holds it, the L1 gets the rest of the SRAM. The L1 starts empty.
+    fn size_l1(&mut self, sm: usize, shared: u64) {
         let carve = self.carveouts.iter().copied().find(|&c| c >= shared).unwrap_or(shared);
         let l1_bytes = self.l1_sram.saturating_sub(carve).max(1 << self.line_shift);
         let lines = l1_bytes >> self.line_shift;
-        let n = self.ports.len();
-        let fresh = SectorCache::new(lines, self.l1_assoc, false);
-        if self.l1.len() == n && self.l1.first().is_some_and(|c| c.lines() == fresh.lines()) {
-            // Same capacity: empty the caches in place.
-            self.l1.iter_mut().for_each(SectorCache::invalidate_all);
+        self.l1_carve[sm] = carve;
+        let assoc = self.l1_assoc.max(1) as u64;
+        if self.l1[sm].lines() == (lines / assoc).max(1) * assoc {
+            // Same capacity: empty the cache in place.
+            self.l1[sm].invalidate_all();
         } else {
-            self.l1 = (0..n).map(|_| SectorCache::new(lines, self.l1_assoc, false)).collect();
+            self.l1[sm] = SectorCache::new(lines, self.l1_assoc, false);
         }
     }
 
@@ -248,8 +255,11 @@ impl MemorySystem for Hierarchy {
         "hierarchy"
     }
 
-    fn begin_kernel(&mut self, shared_per_sm: u64) {
-        self.size_l1(shared_per_sm);
+    fn kernel_arrives(&mut self, sm: u32, shared_per_sm: u64, sm_idle: bool) {
+        let sm = sm as usize;
+        // An SM holding other kernels' CTAs keeps at least the carveout they were placed with.
+        let need = if sm_idle { shared_per_sm } else { shared_per_sm.max(self.l1_carve[sm]) };
+        self.size_l1(sm, need);
     }
 
     fn links(&self) -> Vec<super::LinkStats> {

@@ -74,8 +74,10 @@ pub struct LinkStats {
 ///   (determinism).
 /// - `done >= at + 1`: an access never completes in the cycle it leaves the port.
 /// - It must not keep references to the request's sector slice.
-/// - `begin_kernel` is called when a kernel's first CTA launches; caches behave as on the
-///   hardware across kernels (the L1 may be invalidated, the L2 keeps its contents).
+/// - `kernel_arrives(sm, ..)` is called when the first CTA of a kernel is placed on SM `sm`,
+///   before the CTA issues anything; caches behave as on the hardware across kernels (that SM's
+///   L1 is invalidated and resized for the carveout, the L2 keeps its contents). Kernels of
+///   other streams may still be running on other SMs, or on this one (`sm_idle` false).
 pub trait MemorySystem {
     /// The name this implementation registers under.
     fn name(&self) -> &'static str;
@@ -87,16 +89,18 @@ pub trait MemorySystem {
     fn load_ready_at(&self, _sm: u32, now: u64) -> u64 {
         now
     }
-    /// `shared_per_sm`: shared memory the kernel's resident CTAs need per SM (for the carveout).
-    fn begin_kernel(&mut self, _shared_per_sm: u64) {}
+    /// `shared_per_sm`: shared memory the kernel's resident CTAs need per SM (for the carveout);
+    /// `sm_idle`: the SM holds no CTA of another kernel.
+    fn kernel_arrives(&mut self, _sm: u32, _shared_per_sm: u64, _sm_idle: bool) {}
     /// Utilisation of the links and servers so far.
     fn links(&self) -> Vec<LinkStats> {
         Vec::new()
     }
 }
 
-/// The memory models, by the name a run selects (`SimOptions::memory_model`).
+/// The memory models, by the name a run selects (`sim.memory_model`, or `SimOptions::memory_model`).
 pub const MODELS: &[&str] = &["hierarchy", "simple"];
+
 
 /// Builds the memory model `name` for `arch`.
 pub fn build(name: &str, arch: &Arch) -> Result<Box<dyn MemorySystem>, String> {
@@ -104,5 +108,13 @@ pub fn build(name: &str, arch: &Arch) -> Result<Box<dyn MemorySystem>, String> {
         "hierarchy" => Ok(Box::new(Hierarchy::new(arch))),
         "simple" => Ok(Box::new(SimpleMemory::new(arch))),
         _ => Err(format!("unknown memory model `{name}` (known: {})", MODELS.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_config_accepts_exactly_the_registered_models() {
+        assert_eq!(super::MODELS, gpusim_configs::MEMORY_MODELS);
     }
 }

@@ -63,6 +63,7 @@ impl Sm {
         self.subs[sc].pipe_free[pipe] = now + t.interval as u64;
         let port_before = self.port_free;
         let active = inst.mask.count_ones() as u64;
+        self.issued += 1;
         let st = &mut k.stats;
         st.stall(StallReason::Selected, 1);
         st.warp_insts += 1;

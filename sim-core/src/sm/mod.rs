@@ -141,6 +141,8 @@ pub struct Sm {
     lane_addrs: [u64; 32],
     /// Multicast bytes for CTAs on other SMs, collected during a step for the engine.
     pub outbox: Vec<RemoteTx>,
+    /// Warp instructions issued since the run began, all kernels (for observers).
+    pub issued: u64,
 }
 
 /// Why a warp could not issue this cycle, and until when.
@@ -201,6 +203,7 @@ impl Sm {
             sectors: Sectors::default(),
             lane_addrs: [0; 32],
             outbox: Vec::new(),
+            issued: 0,
         };
         let nsub = sm.p.sub_cores as usize;
         for slot in (0..s.max_warps as usize).rev() {
@@ -357,6 +360,16 @@ impl Sm {
     /// The kernel index of the CTA in `cta_slot`.
     pub fn cta_kernel(&self, cta_slot: u16) -> u32 {
         self.ctas[cta_slot as usize].kernel
+    }
+
+    /// The grid coordinate of the CTA in `cta_slot`.
+    pub fn cta_coord(&self, cta_slot: u16) -> Dim3 {
+        self.ctas[cta_slot as usize].coord
+    }
+
+    /// CTAs and warps resident now.
+    pub fn resident(&self) -> (u32, u32) {
+        (self.ctas_used, self.warps_used)
     }
 
     /// Issues for one cycle; returns whether any warp issued. `wake_at` says when to call again.

@@ -94,6 +94,7 @@ pub fn arch(sms: u32) -> Arch {
             watchdog_cycles: Cycles(100_000),
             kernel_launch_overhead: Cycles(0),
             kernel_launch_latency: Picos(0),
+            memory_model: "hierarchy".into(),
         },
     }
 }
