@@ -46,6 +46,9 @@ pub fn arch(cmd: ArchCmd) -> CliResult {
         ArchCmd::Explain { param } => {
             let p = gpusim_configs::explain(&param)?;
             println!("{p}");
+            if let Some(why) = gpusim_configs::descriptive(&p.name) {
+                println!("descriptive: the timing model does not read it ({why})");
+            }
         }
         ArchCmd::Diff { a, b } => {
             let x = gpusim_configs::load(&a)?;

@@ -96,8 +96,6 @@ pub struct Sm {
     /// Carveout sizes the hardware supports, ascending.
     pub shared_mem_carveouts: Vec<Bytes>,
     pub max_cluster_size: u32,
-    /// Decoded instructions buffered per warp.
-    pub ibuffer_depth: u32,
     /// Memory instructions the LD/ST path accepts per sub-core before `lg_throttle`/`mio_throttle`.
     pub lsu_queue_depth: u32,
     /// Cycles from a branch's issue until the warp may fetch again.
@@ -159,7 +157,6 @@ pub struct L1 {
     pub hit_latency: Cycles,
     /// L1 data bandwidth per SM.
     pub bandwidth: BytesPerCycle,
-    pub mshrs: u32,
     /// Rate of the L1's miss path for LDG loads; 0: no limit of its own.
     pub miss_bandwidth: BytesPerCycle,
     pub shared_banks: u32,
@@ -188,7 +185,6 @@ pub struct L2 {
 /// The network between SMs and L2 slices.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Noc {
-    pub latency: Cycles,
     /// Bandwidth of one SM's port into the network.
     pub sm_port_bandwidth: BytesPerCycle,
 }

@@ -40,6 +40,7 @@
 //! `"120 ns"`, `"128 B/clk"`); bytes, cycles and bytes per cycle may also be bare numbers.
 
 pub mod arch;
+mod descriptive;
 mod error;
 mod field;
 mod introspect;
@@ -52,6 +53,7 @@ mod validate;
 mod value;
 
 pub use arch::*;
+pub use descriptive::{DESCRIPTIVE, descriptive};
 pub use error::{ConfigError, Loc};
 pub use introspect::{ParamDiff, ParamInfo, all_params, diff, diff_table, explain, presets_table, to_toml};
 pub use load::{load, load_file, load_preset, load_str};

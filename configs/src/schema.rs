@@ -27,7 +27,8 @@ section! {
         /// SM (graphics) clock. Every cycle count in `sm`, `pipes`, `opcodes`, `tensor`, `l1`, `l2` and
         /// `noc` is a cycle of this clock.
         sm: Opt<Hertz>, "Hz", min Hertz(1);
-        /// Memory (HBM) interface clock (not the data rate, which is twice this).
+        /// Memory (HBM) interface clock (not the data rate, which is twice this). Descriptive:
+        /// the model takes DRAM timing from `hbm.bandwidth` and nanosecond latencies.
         memory: Opt<Hertz>, "Hz", min Hertz(1);
         /// SM clock the part sustains while its tensor cores are busy every cycle: the power
         /// limit's clock, the one vendors quote tensor peaks at. A kernel runs at a clock between
@@ -72,8 +73,6 @@ section! {
         shared_mem_carveouts: Opt<Vec<Bytes>>, "bytes";
         /// Most CTAs in one thread-block cluster (1: no clusters, as before sm_90). Must fit in a GPC.
         max_cluster_size: Opt<u32>, "CTAs", default 1, min 1;
-        /// Decoded instructions buffered per warp (instruction buffer entries).
-        ibuffer_depth: Opt<u32>, "instructions", default 2, min 1;
         /// Memory instructions the LD/ST path of one sub-core accepts before issue stalls with
         /// `lg_throttle`/`mio_throttle`. Default 8 is an estimate: NVIDIA documents no figure.
         lsu_queue_depth: Opt<u32>, "instructions", default 8, min 1;
@@ -140,8 +139,6 @@ section! {
         hit_latency: Opt<Cycles>, "cycles", min Cycles(1);
         /// Data bandwidth between the L1/shared SRAM and the SM's registers.
         bandwidth: Opt<BytesPerCycle>, "B/clk";
-        /// Outstanding sector misses per SM (miss status holding registers).
-        mshrs: Opt<u32>, "misses", min 1;
         /// Bytes per cycle one SM's L1 sends on to the L2 for LDG loads that miss or bypass it:
         /// the rate an SM streams L2-resident data with ordinary loads, below the SM's port
         /// (`noc.sm_port_bandwidth`), which async copies (LDGSTS, TMA) and stores use at full
@@ -185,8 +182,6 @@ section! {
 section! {
     /// `[noc]`
     struct RawNoc => Noc, "noc" {
-        /// One-way latency of the network between SMs and L2 slices; part of `l2.hit_latency`.
-        latency: Opt<Cycles>, "cycles";
         /// Bandwidth of one SM's port into the network.
         sm_port_bandwidth: Opt<BytesPerCycle>, "B/clk";
     }
@@ -195,7 +190,7 @@ section! {
 section! {
     /// `[hbm]`
     struct RawHbm => Hbm, "hbm" {
-        /// DRAM capacity.
+        /// DRAM capacity. Descriptive: the model does not bound addresses by it.
         size: Opt<Bytes>, "bytes", min Bytes(1);
         /// HBM stacks.
         stacks: Opt<u32>, "stacks", min 1;

@@ -97,9 +97,7 @@ fn sm(a: &Arch) -> Result<(), ConfigError> {
             )
         },
     )?;
-    rule(s.ibuffer_depth >= 1 && s.lsu_queue_depth >= 1, &["sm.ibuffer_depth", "sm.lsu_queue_depth"], || {
-        "instruction buffer and LSU queue need at least one entry".into()
-    })?;
+    rule(s.lsu_queue_depth >= 1, &["sm.lsu_queue_depth"], || "the LSU queue needs at least one entry".into())?;
     let sched = &a.scheduler;
     rule(POLICIES.contains(&sched.policy.as_str()), &["scheduler.policy"], || {
         format!("unknown scheduling policy `{}`; use one of {}", sched.policy, POLICIES.join(", "))
@@ -205,7 +203,7 @@ fn memory(a: &Arch) -> Result<(), ConfigError> {
     rule(l1.sector.0 >= 1 && l2.line.0.is_multiple_of(l1.sector.0), &["l2.line", "l1.sector"], || {
         format!("an L2 line of {} is not a whole number of {} L1 sectors", l2.line, l1.sector)
     })?;
-    rule(l1.assoc >= 1 && l1.mshrs >= 1, &["l1.assoc", "l1.mshrs"], || "the L1 needs ≥ 1 way and ≥ 1 MSHR".into())?;
+    rule(l1.assoc >= 1, &["l1.assoc"], || "the L1 needs ≥ 1 way".into())?;
     rule(l1.line <= l1.sram, &["l1.line", "l1.sram"], || {
         format!("an L1 line of {} exceeds the {} SRAM", l1.line, l1.sram)
     })?;
@@ -244,13 +242,12 @@ fn memory(a: &Arch) -> Result<(), ConfigError> {
             )
         },
     )?;
-    rule(positive_rate(l2.slice_bandwidth.0), &["l2.slice_bandwidth"], || "the L2 slice bandwidth must be > 0".into())?;
-    rule(2 * a.noc.latency.0 <= l2.hit_latency.0, &["noc.latency", "l2.hit_latency"], || {
-        format!(
-            "the network round trip (2 × {}) cannot exceed the L2 hit latency ({}) that includes it",
-            a.noc.latency, l2.hit_latency
-        )
+    // The memory model tracks one line size through both levels (an L1 line is the L2 line it
+    // caches), so a chip whose levels differ would silently run with the L2's.
+    rule(l1.line == l2.line, &["l1.line", "l2.line"], || {
+        format!("the model needs equal L1 and L2 lines (l1.line {}, l2.line {})", l1.line, l2.line)
     })?;
+    rule(positive_rate(l2.slice_bandwidth.0), &["l2.slice_bandwidth"], || "the L2 slice bandwidth must be > 0".into())?;
     rule(positive_rate(a.noc.sm_port_bandwidth.0), &["noc.sm_port_bandwidth"], || {
         "the SM port bandwidth must be > 0".into()
     })?;
@@ -293,7 +290,6 @@ mod tests {
             ("sm.registers", |a| a.sm.register_alloc_unit = 1000),
             ("sm.max_registers_per_thread", |a| a.sm.max_registers_per_thread = 300),
             ("sm.max_registers_per_thread", |a| a.sm.registers = 4096),
-            ("sm.ibuffer_depth", |a| a.sm.ibuffer_depth = 0),
             ("scheduler.policy", |a| a.scheduler.policy = "fifo".into()),
             ("scheduler.active_warps", |a| a.scheduler.active_warps = 17),
             ("sm.shared_mem_alloc_unit", |a| a.sm.shared_mem_alloc_unit = Bytes(0)),
@@ -330,6 +326,7 @@ mod tests {
             ("l1.line", |a| a.l1.line = Bytes(100)),
             ("l1.line", |a| a.l1.line = Bytes(0)),
             ("l2.line", |a| a.l2.line = Bytes(48)),
+            ("l1.line", |a| a.l1.line = Bytes(64)),
             ("l1.assoc", |a| a.l1.assoc = 0),
             ("l1.line", |a| a.l1.line = Bytes(a.l1.sram.0 * 2)),
             ("l1.sram", |a| a.l1.assoc = 64),
@@ -343,7 +340,6 @@ mod tests {
             ("l2.size", |a| a.l2.size = Bytes(a.l2.size.0 + 128)),
             ("l2.size", |a| a.l2.size = Bytes(1 << 20)),
             ("l2.slice_bandwidth", |a| a.l2.slice_bandwidth = BytesPerCycle(0.0)),
-            ("noc.latency", |a| a.noc.latency = Cycles(1000)),
             ("noc.sm_port_bandwidth", |a| a.noc.sm_port_bandwidth = BytesPerCycle(f64::INFINITY)),
             ("hbm.bandwidth", |a| a.hbm.bandwidth = BytesPerSec(0.0)),
             ("hbm.stacks", |a| a.hbm.stacks = 0),

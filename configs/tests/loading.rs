@@ -151,8 +151,8 @@ fn missing_required_keys_are_named() {
     let e = load_str("partial.toml", &without).unwrap_err();
     assert_eq!(e.to_string(), "missing required key `l2.slices`: set it in partial.toml");
     // Defaults fill what is not required.
-    let without_default = full.replace("ibuffer_depth = 2\n", "");
-    assert_eq!(load_str("d", &without_default).unwrap().sm.ibuffer_depth, 2);
+    let without_default = full.replace("lsu_queue_depth = 8\n", "");
+    assert_eq!(load_str("d", &without_default).unwrap().sm.lsu_queue_depth, 8);
     let e = err("name = \"x\"\n");
     assert_eq!(e.key(), Some("compute_capability"));
 }

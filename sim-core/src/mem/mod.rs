@@ -101,7 +101,6 @@ pub trait MemorySystem {
 /// The memory models, by the name a run selects (`sim.memory_model`, or `SimOptions::memory_model`).
 pub const MODELS: &[&str] = &["hierarchy", "simple"];
 
-
 /// Builds the memory model `name` for `arch`.
 pub fn build(name: &str, arch: &Arch) -> Result<Box<dyn MemorySystem>, String> {
     match name {
