@@ -40,6 +40,7 @@
 //! `"120 ns"`, `"128 B/clk"`); bytes, cycles and bytes per cycle may also be bare numbers.
 
 pub mod arch;
+pub mod occupancy;
 mod error;
 mod field;
 mod introspect;

@@ -744,29 +744,26 @@ pub(crate) fn round_up(x: u64, unit: u64) -> u64 {
 }
 
 /// CTAs of one kernel that fit on an SM by warps, threads, CTA slots, registers (per sub-core, in
-/// the allocation unit) and shared memory: the CUDA occupancy calculator's rules.
+/// the allocation unit) and shared memory: [`gpusim_configs::occupancy`] (the simulator's own
+/// calculator), 0 where no CTA fits.
 pub(crate) fn ctas_per_sm(arch: &Arch, threads: u64, regs: u64, smem: u64) -> u64 {
-    let sm = &arch.sm;
-    let warps = threads.div_ceil(32);
-    let by_warps = sm.max_warps as u64 / warps.max(1);
-    let by_threads = sm.max_threads as u64 / threads.max(1);
-    let rpw = round_up(regs.max(1) * 32, sm.register_alloc_unit as u64);
-    let sub = sm.sub_cores.max(1) as u64;
-    let by_regs = ((sm.registers as u64 / sub) / rpw) * sub / warps.max(1);
-    let smem_cta = round_up(smem, sm.shared_mem_alloc_unit.0.max(1)) + sm.shared_mem_reserved_per_cta.0;
-    let by_smem = sm.shared_mem_per_sm.0 / smem_cta.max(1);
-    by_warps.min(by_threads).min(sm.max_ctas as u64).min(by_regs).min(by_smem)
+    let (Ok(threads), Ok(regs), Ok(smem)) = (u32::try_from(threads), u32::try_from(regs), u32::try_from(smem)) else {
+        return 0;
+    };
+    let mut k = gpusim_isa::KernelInfo::new(0, "occupancy", gpusim_isa::Dim3::ONE, gpusim_isa::Dim3::new(threads, 1, 1));
+    k.regs_per_thread = regs;
+    k.smem_bytes = smem;
+    gpusim_configs::occupancy::occupancy(arch, &k).map_or(0, |o| o.ctas_per_sm as u64)
 }
 
-/// CTAs that run at once: clusters of `cluster` CTAs are placed within one GPC (SM `s` of `n`
-/// belongs to GPC `s·gpcs/n`, as the simulator spreads them).
+/// CTAs that run at once: clusters of `cluster` CTAs are placed within one GPC
+/// ([`gpusim_configs::Sm::gpc_of`], as the simulator spreads them).
 pub(crate) fn concurrent_ctas(arch: &Arch, per_sm: u64, cluster: u64) -> u64 {
-    let sms = arch.sm.count as u64;
-    let gpcs = (arch.sm.gpcs as u64).clamp(1, sms.max(1));
+    let sms = arch.sm.count;
     let cluster = cluster.max(1);
-    (0..gpcs)
+    (0..arch.sm.gpcs_clamped())
         .map(|g| {
-            let n = (0..sms).filter(|&s| s * gpcs / sms == g).count() as u64;
+            let n = (0..sms).filter(|&s| arch.sm.gpc_of(s) == g).count() as u64;
             (n * per_sm / cluster) * cluster
         })
         .sum()
