@@ -25,6 +25,6 @@
 //! - **Checked parameters.** Each parameter struct has a `validate`; generator functions panic
 //!   on what it rejects, [`ubench::by_name`] returns the message.
 
+pub mod asm;
 pub mod gemm;
-mod operands;
 pub mod ubench;

@@ -28,10 +28,7 @@
 use std::time::{Duration, Instant};
 
 use gpusim_configs::{Arch, Hertz, load_preset, validate};
-use gpusim_isa::{
-    AddrExpr, Dim3, Inst, KernelInfo, KernelTrace, Lanes, MemTraceSource, OpTable, Program, ProgramBuilder, Reg,
-    RegRange, Trace, Var,
-};
+use gpusim_isa::{AddrExpr, Dim3, KernelInfo, MemTraceSource, OpTable, Trace, Var};
 use gpusim_sim_core::{Report, SimOptions, simulate};
 use gpusim_workloads::ubench::{
     CopyEngine, CopyPipeline, Dsmem, L2Read, PointerChase, Stream, StreamKind, async_copy_pipeline, dsmem_latency_pair,

@@ -119,7 +119,6 @@
 //! checks (sim-core `sm/regalloc.rs`: a consumer waits for the release).
 
 mod ampere;
-mod asm;
 mod hopper;
 mod reduce;
 mod select;
@@ -738,9 +737,13 @@ impl Geom {
     }
 }
 
-/// Rounds `x` up to a multiple of `unit`.
-pub(crate) fn round_up(x: u64, unit: u64) -> u64 {
-    x.div_ceil(unit.max(1)) * unit.max(1)
+pub(crate) use crate::asm::round_up;
+
+/// Lane offsets of a warp copying rows of `row_bytes` bytes (a power of two from 16 to 512) in
+/// 16-byte chunks: lane `l` takes chunk `l % cpr` of row `l / cpr`, rows `pitch` bytes apart.
+pub(crate) fn row_lanes(row_bytes: u64, pitch: u64) -> Vec<i64> {
+    let cpr = (row_bytes / 16).max(1);
+    (0..32u64).map(|l| ((l / cpr) * pitch + (l % cpr) * 16) as i64).collect()
 }
 
 /// CTAs of one kernel that fit on an SM by warps, threads, CTA slots, registers (per sub-core, in

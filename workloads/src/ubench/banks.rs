@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Trace};
 
-use super::asm::{Code, info, kernel, p as pred, r};
+use crate::asm::{Code, info, kernel, p as pred, r};
 use super::{Measure, UbenchTrace};
 
 /// Parameters of [`shared_bank_conflicts`].

@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Program, Trace, Var};
 
-use super::asm::{Code, info, kernel, r, rr};
+use crate::asm::{Code, info, kernel, r, rr};
 use super::{Measure, UbenchTrace};
 
 /// Bytes of the window per CTA rank.
@@ -150,7 +150,8 @@ fn chase_program(p: &Dsmem, ops: &mut OpTable) -> Program {
     let chain = BUFFER / STRIDE;
     c.set_mask(1);
     c.op("PRMT", &[r(3)], &[r(3), r(0)]).op("IMAD.MOV.U32", &[r(6)], &[]);
-    c.begin((p.steps / chain) as u32).begin(chain as u32);
+    c.begin((p.steps / chain) as u32);
+    c.begin(chain as u32);
     if p.generic {
         let target = if p.remote { 1 } else { 0 };
         let addr = AddrExpr::constant(window(target)).with(Var::Loop(1), STRIDE as i64);

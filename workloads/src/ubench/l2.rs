@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use gpusim_configs::Arch;
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Trace, Var};
 
-use super::asm::{Code, info, kernel, p as pred, r, rr};
+use crate::asm::{Code, info, kernel, p as pred, r, rr};
 use super::{Measure, UbenchTrace};
 
 /// Parameters of [`l2_read`].

@@ -18,7 +18,6 @@
 //! Parameter structs have `Default`s and a `validate` method; the generator functions panic on
 //! parameters `validate` rejects, [`by_name`] returns its message instead.
 
-mod asm;
 mod banks;
 mod chase;
 mod dsmem;

@@ -53,7 +53,7 @@ use std::collections::BTreeMap;
 use gpusim_configs::Arch;
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Program, Trace, Var};
 
-use super::asm::{Code, info, kernel, p as pred, r, rr, sb, ur};
+use crate::asm::{Code, info, kernel, p as pred, r, rr, sb, ur};
 use super::{Measure, UbenchTrace};
 
 /// How tiles move from global to shared memory.

@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use gpusim_configs::Arch;
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Program, RegRange, Trace, Var};
 
-use super::asm::{Code, info, kernel, p as pred_reg, r, round_up, rr};
+use crate::asm::{Code, info, kernel, p as pred_reg, r, round_up, rr};
 use super::{Measure, UbenchTrace};
 
 /// Which STREAM kernel.
