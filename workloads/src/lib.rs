@@ -27,4 +27,9 @@
 
 pub mod asm;
 pub mod gemm;
+pub mod params;
+pub mod registry;
 pub mod ubench;
+
+pub use params::WorkloadError;
+pub use registry::{Generated, Generator, find, registry};

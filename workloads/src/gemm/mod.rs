@@ -120,6 +120,7 @@
 
 mod ampere;
 mod hopper;
+pub mod params;
 mod reduce;
 mod select;
 mod twins;
@@ -416,7 +417,8 @@ pub fn smem_bytes(arch: &Arch, p: &GemmProblem, r: &Recipe) -> Result<u32, Strin
     }
 }
 
-/// The parameter names [`recipe_from_params`] accepts for each style.
+/// The parameter names [`recipe_from_params`] accepts for each style ([`params::AMPERE`],
+/// [`params::HOPPER`]).
 pub const AMPERE_PARAMS: &[&str] = &["cta_m", "cta_n", "cta_k", "warp_m", "warp_n", "stages", "split_k", "swizzle"];
 pub const HOPPER_PARAMS: &[&str] = &[
     "cta_m",
@@ -433,75 +435,33 @@ pub const HOPPER_PARAMS: &[&str] = &[
     "epilogue",
 ];
 
-fn parse_u32(key: &str, v: &str) -> Result<u32, String> {
-    let v = v.trim();
-    let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(h) => u32::from_str_radix(h, 16).ok(),
-        None => v.parse().ok(),
-    };
-    parsed.ok_or_else(|| format!("{key} = `{v}`: not a non-negative integer"))
-}
-
-fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(format!("{key} = `{v}`: expected true or false")),
-    }
-}
-
-/// `base` with each `(key, value)` override applied; keys are the recipe's field names
-/// ([`AMPERE_PARAMS`], [`HOPPER_PARAMS`]). Values are checked when the trace is generated.
+/// `base` with each `(key, value)` override applied through the style's parameter table
+/// ([`params::AMPERE`], [`params::HOPPER`]); values are range-checked here, and checked against
+/// the problem and the chip when the trace is generated.
 pub fn recipe_from_params(base: Recipe, params: &[(String, String)]) -> Result<Recipe, String> {
     let mut r = base;
-    for (k, v) in params {
-        let key = k.trim();
-        match &mut r {
-            Recipe::Ampere(a) => {
-                let x = parse_u32(key, v);
-                match key {
-                    "cta_m" => a.cta_m = x?,
-                    "cta_n" => a.cta_n = x?,
-                    "cta_k" => a.cta_k = x?,
-                    "warp_m" => a.warp_m = x?,
-                    "warp_n" => a.warp_n = x?,
-                    "stages" => a.stages = x?,
-                    "split_k" => a.split_k = x?,
-                    "swizzle" => a.swizzle = x?,
-                    _ => {
-                        return Err(format!(
-                            "unknown parameter `{key}` of the ampere recipe; valid: {}",
-                            AMPERE_PARAMS.join(", ")
-                        ));
-                    }
-                }
-            }
-            Recipe::Hopper(h) => match key {
-                "cta_m" => h.cta_m = parse_u32(key, v)?,
-                "cta_n" => h.cta_n = parse_u32(key, v)?,
-                "cta_k" => h.cta_k = parse_u32(key, v)?,
-                "stages" => h.stages = parse_u32(key, v)?,
-                "consumers" => h.consumers = parse_u32(key, v)?,
-                "cluster_m" => h.cluster_m = parse_u32(key, v)?,
-                "cluster_n" => h.cluster_n = parse_u32(key, v)?,
-                "multicast" => h.multicast = parse_bool(key, v)?,
-                "persistent" => h.persistent = parse_bool(key, v)?,
-                "raster_swizzle" => h.raster_swizzle = parse_u32(key, v)?,
-                "split_k" => h.split_k = parse_u32(key, v)?,
-                "epilogue" => {
-                    h.epilogue = Epilogue::parse(v)
-                        .ok_or_else(|| format!("epilogue = `{v}`: expected tma-store, shared-store or direct"))?
-                }
-                _ => {
-                    return Err(format!(
-                        "unknown parameter `{key}` of the hopper recipe; valid: {}",
-                        HOPPER_PARAMS.join(", ")
-                    ));
-                }
-            },
-        }
+    match &mut r {
+        Recipe::Ampere(a) => crate::params::apply("ampere recipe", params::AMPERE, params, a)?,
+        Recipe::Hopper(h) => crate::params::apply("hopper recipe", params::HOPPER, params, h)?,
     }
     Ok(r)
+}
+
+/// The problem of `s`, the recipe (tuned for it, then `overrides` applied) and its trace.
+pub fn generate_spec(
+    arch: &Arch,
+    s: &params::GemmSpec,
+    overrides: &[(String, String)],
+) -> Result<(Trace, GemmProblem, Recipe), String> {
+    let p = GemmProblem { m: s.m, n: s.n, k: s.k, batch: s.batch, dtype: s.dtype, block_scaled: s.block_scaled };
+    p.validate()?;
+    let base = match s.recipe {
+        None => default_recipe(arch, &p),
+        Some(style) => tuned_recipe(arch, &p, style),
+    };
+    let r = recipe_from_params(base, overrides)?;
+    let t = generate(arch, &p, &r).map_err(|e| format!("{r}: {e}"))?;
+    Ok((t, p, r))
 }
 
 /// The steady-state instructions one warp of a role issues per k-iteration (one stage of
