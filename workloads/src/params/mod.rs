@@ -167,7 +167,8 @@ impl<T> Param<T> {
             Kind::Bool => "true or false".into(),
             Kind::Choice(names) => names.join(", "),
             Kind::OptInt => format!("{} to {}, or all", self.min, self.max),
-            Kind::Int | Kind::Bytes => format!("{} to {}", self.min, self.max),
+            Kind::Int => format!("{} to {}", self.min, self.max),
+            Kind::Bytes => format!("{} to {}", gpusim_configs::Bytes(self.min), gpusim_configs::Bytes(self.max)),
         }
     }
 
@@ -209,7 +210,13 @@ impl<T> Param<T> {
             name: self.name,
             description: self.description,
             unit: self.kind.unit(),
-            default: defaults.map_or_else(|| "chosen for the problem".to_string(), |d| (self.get)(d).to_string()),
+            default: defaults.map_or_else(
+                || "chosen for the problem".to_string(),
+                |d| match ((self.get)(d), self.kind) {
+                    (Value::Int(n), Kind::Bytes) => gpusim_configs::Bytes(n).to_string(),
+                    (v, _) => v.to_string(),
+                },
+            ),
             range: self.range(),
         }
     }
@@ -248,7 +255,7 @@ pub fn split_key_values(args: &[String]) -> Result<Vec<(String, String)>, Worklo
         .map(|s| {
             s.split_once('=')
                 .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .ok_or_else(|| WorkloadError(format!("parameter `{s}`: expected KEY=VALUE")))
+                .ok_or_else(|| WorkloadError(format!("`{s}`: expected KEY=VALUE")))
         })
         .collect()
 }

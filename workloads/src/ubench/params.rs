@@ -16,7 +16,7 @@ pub const POINTER_CHASE: &[Param<PointerChase>] = params!(PointerChase {
     random: Bool "visit the elements in random order (else sequentially)",
     passes: Int [1, U32 - 2] "timed passes over the chain, after one warm-up pass",
     max_steps: Int [1, 1 << 24] "most loads in the chain",
-    base_address: Bytes [0, ADDR] "address of the first element (8-byte aligned)",
+    base_address: Int [0, ADDR] "address of the first element (8-byte aligned)",
     bypass_l1: Bool "load with LDG.E.64.STRONG.GPU, which bypasses the L1",
     seed: Int [0, u64::MAX] "seed of the random order",
     cover_footprint: Bool "walk the whole footprint window by window when it exceeds max_steps",
@@ -28,7 +28,7 @@ pub const STREAM: &[Param<Stream>] = params!(Stream {
     threads_per_cta: Int [32, 1024] "threads per CTA (a multiple of 32)",
     unroll: Int [1, 8] "loads per thread per loop iteration",
     triad_loads: Int [2, 3] "arrays the triad reads (2 or 3)",
-    base_address: Bytes [0, ADDR] "address of the first array (16-byte aligned)",
+    base_address: Int [0, ADDR] "address of the first array (16-byte aligned)",
 });
 
 pub const L2_READ: &[Param<L2Read>] = params!(L2Read {
@@ -38,7 +38,7 @@ pub const L2_READ: &[Param<L2Read>] = params!(L2Read {
     width_bytes: Bytes [8, 16] "bytes per load per thread (8 or 16)",
     threads_per_cta: Int [32, 1024] "threads per CTA (a multiple of 32)",
     loads_per_thread: Int [1, U32] "loads per thread of the timed kernel",
-    base_address: Bytes [0, ADDR] "address of the data set",
+    base_address: Int [0, ADDR] "address of the data set",
 });
 
 pub const SHARED_BANKS: &[Param<SharedBanks>] = params!(SharedBanks {
@@ -56,7 +56,7 @@ pub const COPY_PIPELINE: &[Param<CopyPipeline>] = params!(CopyPipeline {
     compute_per_tile: Int [0, U32] "FFMAs per thread per tile",
     ctas: OptInt [1, U32] "CTAs (all: one per SM)",
     threads_per_cta: Int [32, 1024] "threads per CTA (a multiple of 32)",
-    base_address: Bytes [0, ADDR] "address of the source",
+    base_address: Int [0, ADDR] "address of the source",
 });
 
 pub const DSMEM: &[Param<Dsmem>] = params!(Dsmem {
