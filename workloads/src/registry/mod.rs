@@ -77,6 +77,12 @@ impl Generator {
     }
 }
 
+impl std::fmt::Debug for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generator").field("name", &self.name).field("summary", &self.summary).finish()
+    }
+}
+
 /// Every generator, in the order `gpusim trace params` lists them.
 pub fn registry() -> &'static [Generator] {
     REGISTRY
