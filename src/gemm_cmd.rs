@@ -60,8 +60,8 @@ pub fn gemm(args: GemmArgs) -> CliResult {
         }
     }
     if let Some(d) = &args.dtype {
-        let dtype =
-            Dtype::parse(d).ok_or_else(|| CliError::input(format!("--dtype `{d}`: expected bf16, fp16, tf32 or fp8")))?;
+        let dtype = Dtype::parse(d)
+            .ok_or_else(|| CliError::input(format!("--dtype `{d}`: expected bf16, fp16, tf32 or fp8")))?;
         problem.push(("dtype".into(), dtype.name().into()));
     }
     if args.block_scaled {
@@ -72,7 +72,8 @@ pub fn gemm(args: GemmArgs) -> CliResult {
         problem.push(("recipe".into(), name.to_ascii_lowercase()));
     }
     let given = split_key_values(&args.params).map_err(|e| CliError::input(format!("--param {e}")))?;
-    let (from_p, overrides): (Vec<_>, Vec<_>) = given.into_iter().partition(|(k, _)| PROBLEM.iter().any(|p| p.name == k));
+    let (from_p, overrides): (Vec<_>, Vec<_>) =
+        given.into_iter().partition(|(k, _)| PROBLEM.iter().any(|p| p.name == k));
     problem.extend(from_p);
     for key in ["m", "n", "k"] {
         if !problem.iter().any(|(k, _)| k == key) {

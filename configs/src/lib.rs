@@ -40,12 +40,12 @@
 //! `"120 ns"`, `"128 B/clk"`); bytes, cycles and bytes per cycle may also be bare numbers.
 
 pub mod arch;
-pub mod occupancy;
 mod error;
 mod field;
 mod introspect;
 mod keys;
 mod load;
+pub mod occupancy;
 mod presets;
 mod schema;
 pub mod units;

@@ -48,8 +48,11 @@ fn every_generator_is_listed_with_its_parameters() {
     assert!(e.contains("no-such") && e.contains("gemm"), "{e}");
 }
 
-/// Drains a trace source into `(kernel info, CTA coordinates, program pointers)`.
-fn drain(src: &mut dyn TraceSource) -> Vec<(gpusim_isa::KernelInfo, Vec<(gpusim_isa::Dim3, Vec<gpusim_isa::Program>)>)> {
+/// Each CTA's coordinates and warp programs.
+type Ctas = Vec<(gpusim_isa::Dim3, Vec<gpusim_isa::Program>)>;
+
+/// Drains a trace source into each kernel's information and CTAs.
+fn drain(src: &mut dyn TraceSource) -> Vec<(gpusim_isa::KernelInfo, Ctas)> {
     let mut out = Vec::new();
     while let Some(mut k) = src.next_kernel().unwrap() {
         let info = k.info().clone();

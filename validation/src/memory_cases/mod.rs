@@ -316,7 +316,7 @@ pub fn chase_for_footprint(arch: &Arch, footprint_bytes: u64) -> PointerChase {
 /// Latency of one dependent load (cycles) of the chase `p` on `arch`, by the pair method, and
 /// the dynamic loads simulated.
 fn chase_latency(arch: &Arch, p: &PointerChase) -> Result<(f64, u64, u64), String> {
-    let (a, b, extra) = pointer_chase_pair(p);
+    let (a, b, extra) = pointer_chase_pair(p)?;
     let (c1, i1) = kernel_cycles(arch, &a.trace, 0)?;
     let (c2, i2) = kernel_cycles(arch, &b.trace, 0)?;
     if c2 <= c1 {
@@ -393,7 +393,7 @@ impl Bench {
                     return Err(format!("{} has no thread-block clusters", arch.name));
                 }
                 let p = Dsmem { cluster_size: 2, remote, steps: 2048, generic: true };
-                let (a, b, extra) = dsmem_latency_pair(&p);
+                let (a, b, extra) = dsmem_latency_pair(&p)?;
                 let (c1, i1) = kernel_cycles(arch, &a.trace, 0)?;
                 let (c2, i2) = kernel_cycles(arch, &b.trace, 0)?;
                 let d = format!(
@@ -418,7 +418,7 @@ impl Bench {
                 let per_array = (STREAM_L2_MULTIPLE * l2 / arrays).div_ceil(1 << 20) << 20;
                 let p = Stream { kind, bytes_per_array: per_array, ..Stream::default() };
                 p.validate(arch)?;
-                let u = stream(&p, arch);
+                let u = stream(&p, arch)?;
                 let bytes = match u.measure {
                     gpusim_workloads::ubench::Measure::Bandwidth { bytes } => bytes,
                     m => return Err(format!("stream measures {m:?}")),
@@ -435,7 +435,7 @@ impl Bench {
             Bench::L2Read { footprint_bytes } => {
                 let p = L2Read { footprint_bytes, total_bytes_read: L2_READ_TOTAL, ..L2Read::default() };
                 p.validate()?;
-                let u = l2_read(&p, arch);
+                let u = l2_read(&p, arch)?;
                 let (bw, i) = steady_gbps(arch, &u.trace, u.timed_kernel)?;
                 let d = format!(
                     "l2_read, data set {} read {} times after a warm-up kernel, LDG.E.128.STRONG.GPU; \
@@ -449,7 +449,7 @@ impl Bench {
                 let f = footprint_bytes.min(STREAM_L2_MULTIPLE * l2);
                 let p = L2Read { footprint_bytes: f, total_bytes_read: L2_READ_DRAM_PASSES * f, ..L2Read::default() };
                 p.validate()?;
-                let u = l2_read(&p, arch);
+                let u = l2_read(&p, arch)?;
                 let (bw, i) = steady_gbps(arch, &u.trace, u.timed_kernel)?;
                 let d = format!(
                     "l2_read at {} (the case's {} capped at {}× the L2: both stream from DRAM), warm-up + {} timed passes; \
@@ -488,7 +488,7 @@ impl Bench {
                     ..CopyPipeline::default()
                 };
                 p.validate(arch)?;
-                let u = async_copy_pipeline(&p, arch);
+                let u = async_copy_pipeline(&p, arch)?;
                 let (c, i) = kernel_cycles(arch, &u.trace, 0)?;
                 let bytes = ctas as u64 * tiles as u64 * tile_bytes as u64;
                 let d = format!(

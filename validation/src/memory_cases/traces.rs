@@ -4,8 +4,8 @@
 
 use super::*;
 
-pub(super) use gpusim_workloads::asm::{one_kernel, p as prg, r as rg, rr, ur as urg};
 use gpusim_workloads::asm::Code;
+pub(super) use gpusim_workloads::asm::{one_kernel, p as prg, r as rg, rr, ur as urg};
 
 /// A program of these traces: an all-zero lane stride is 1 (as these traces always had it).
 fn asm<'a>(ops: &'a mut OpTable, name: &str, mask: u32) -> Code<'a> {

@@ -9,8 +9,8 @@ use gpusim_configs::Arch;
 use gpusim_isa::{Dim3, KernelInfo, OpTable, Program, Trace, Var};
 
 use super::row_lanes;
-use crate::asm::{Addr, Affine, Code, assemble, p as pred, r, rr, sb};
 use super::{AmpereRecipe, Dtype, GemmProblem, Geom, ctas_per_sm, reduce, round_up};
+use crate::asm::{Addr, Affine, Code, assemble, p as pred, r, rr, sb};
 
 /// Everything derived from a recipe and a problem.
 pub(crate) struct Plan {

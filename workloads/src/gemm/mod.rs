@@ -713,7 +713,8 @@ pub(crate) fn ctas_per_sm(arch: &Arch, threads: u64, regs: u64, smem: u64) -> u6
     let (Ok(threads), Ok(regs), Ok(smem)) = (u32::try_from(threads), u32::try_from(regs), u32::try_from(smem)) else {
         return 0;
     };
-    let mut k = gpusim_isa::KernelInfo::new(0, "occupancy", gpusim_isa::Dim3::ONE, gpusim_isa::Dim3::new(threads, 1, 1));
+    let mut k =
+        gpusim_isa::KernelInfo::new(0, "occupancy", gpusim_isa::Dim3::ONE, gpusim_isa::Dim3::new(threads, 1, 1));
     k.regs_per_thread = regs;
     k.smem_bytes = smem;
     gpusim_configs::occupancy::occupancy(arch, &k).map_or(0, |o| o.ctas_per_sm as u64)

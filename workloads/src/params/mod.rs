@@ -176,7 +176,11 @@ impl<T> Param<T> {
     pub fn parse(&self, generator: &str, raw: &str) -> Result<Value, WorkloadError> {
         let raw = raw.trim();
         let bad = |what: String| {
-            WorkloadError(format!("parameter `{}` of `{generator}`: `{raw}` {what}; valid: {}", self.name, self.range()))
+            WorkloadError(format!(
+                "parameter `{}` of `{generator}`: `{raw}` {what}; valid: {}",
+                self.name,
+                self.range()
+            ))
         };
         let int = |raw: &str| -> Result<u64, WorkloadError> {
             let n = match self.kind {
@@ -200,7 +204,11 @@ impl<T> Param<T> {
             },
             Kind::Choice(names) => {
                 let norm = raw.to_ascii_lowercase().replace('_', "-");
-                names.iter().find(|n| **n == norm).map(|n| Value::Choice(n)).ok_or_else(|| bad("is not a valid name".into()))
+                names
+                    .iter()
+                    .find(|n| **n == norm)
+                    .map(|n| Value::Choice(n))
+                    .ok_or_else(|| bad("is not a valid name".into()))
             }
         }
     }
@@ -225,7 +233,12 @@ impl<T> Param<T> {
 /// Applies `given` `(key, value)` pairs to `into` through `table`: each key must be declared and
 /// given once, each value must parse and lie in its range. Errors name the generator, the
 /// parameter and the valid keys or values.
-pub fn apply<T>(generator: &str, table: &[Param<T>], given: &[(String, String)], into: &mut T) -> Result<(), WorkloadError> {
+pub fn apply<T>(
+    generator: &str,
+    table: &[Param<T>],
+    given: &[(String, String)],
+    into: &mut T,
+) -> Result<(), WorkloadError> {
     for (i, (k, v)) in given.iter().enumerate() {
         let key = k.trim();
         let Some(p) = table.iter().find(|p| p.name == key) else {

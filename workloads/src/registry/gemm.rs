@@ -3,8 +3,8 @@
 use gpusim_configs::Arch;
 
 use super::{Generated, Generator, ParamGroup};
-use crate::gemm::params::{AMPERE, GemmSpec, HOPPER, PROBLEM};
 use crate::gemm;
+use crate::gemm::params::{AMPERE, GemmSpec, HOPPER, PROBLEM};
 use crate::params::{WorkloadError, apply, describe};
 
 pub(super) const GEMM: Generator = Generator {
@@ -29,4 +29,3 @@ fn build(name: &str, given: &[(String, String)], arch: &Arch) -> Result<Generate
     let description = format!("GEMM {p} on {}: {r}", arch.name);
     Ok(Generated { trace, description, measure: None, timed_kernel: 0 })
 }
-

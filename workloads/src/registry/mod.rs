@@ -33,12 +33,15 @@ pub struct ParamGroup {
     pub params: Vec<ParamInfo>,
 }
 
+/// Builds a generator's trace: its name, the `(key, value)` parameters, the chip.
+type BuildFn = fn(&str, &[(String, String)], &Arch) -> Result<Generated, WorkloadError>;
+
 /// One trace generator.
 pub struct Generator {
     pub name: &'static str,
     pub summary: &'static str,
     params: fn() -> Vec<ParamGroup>,
-    build: fn(&str, &[(String, String)], &Arch) -> Result<Generated, WorkloadError>,
+    build: BuildFn,
 }
 
 impl Generator {

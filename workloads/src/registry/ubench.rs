@@ -3,7 +3,7 @@
 use gpusim_configs::Arch;
 
 use super::{Generated, Generator, ParamGroup};
-use crate::params::{ParamInfo, Param, WorkloadError, apply, describe};
+use crate::params::{Param, ParamInfo, WorkloadError, apply, describe};
 use crate::ubench::params as t;
 use crate::ubench::{
     CopyEngine, CopyPipeline, Dsmem, L2Read, PointerChase, SharedBanks, Stream, StreamKind, UbenchTrace,
@@ -31,15 +31,20 @@ pub(super) const POINTER_CHASE: Generator = Generator {
         let mut p = PointerChase::default();
         apply(name, t::POINTER_CHASE, given, &mut p)?;
         p.validate().map_err(|e| invalid(name, e))?;
-        Ok(done(pointer_chase(&p)))
+        Ok(done(pointer_chase(&p)?))
     },
 };
 
-fn stream_entry(name: &str, kind: StreamKind, given: &[(String, String)], arch: &Arch) -> Result<Generated, WorkloadError> {
+fn stream_entry(
+    name: &str,
+    kind: StreamKind,
+    given: &[(String, String)],
+    arch: &Arch,
+) -> Result<Generated, WorkloadError> {
     let mut p = Stream { kind, ..Stream::default() };
     apply(name, t::STREAM, given, &mut p)?;
     p.validate(arch).map_err(|e| invalid(name, e))?;
-    Ok(done(stream(&p, arch)))
+    Ok(done(stream(&p, arch)?))
 }
 
 macro_rules! stream_generator {
@@ -66,7 +71,7 @@ pub(super) const L2_READ: Generator = Generator {
         let mut p = L2Read::default();
         apply(name, t::L2_READ, given, &mut p)?;
         p.validate().map_err(|e| invalid(name, e))?;
-        Ok(done(l2_read(&p, arch)))
+        Ok(done(l2_read(&p, arch)?))
     },
 };
 
@@ -78,7 +83,7 @@ pub(super) const SHARED_BANKS: Generator = Generator {
         let mut p = SharedBanks::default();
         apply(name, t::SHARED_BANKS, given, &mut p)?;
         p.validate().map_err(|e| invalid(name, e))?;
-        Ok(done(shared_bank_conflicts(&p)))
+        Ok(done(shared_bank_conflicts(&p)?))
     },
 };
 
@@ -91,7 +96,7 @@ fn pipeline_entry(
     let mut p = CopyPipeline { engine, ..CopyPipeline::default() };
     apply(name, t::COPY_PIPELINE, given, &mut p)?;
     p.validate(arch).map_err(|e| invalid(name, e))?;
-    Ok(done(async_copy_pipeline(&p, arch)))
+    Ok(done(async_copy_pipeline(&p, arch)?))
 }
 
 pub(super) const CP_ASYNC_PIPELINE: Generator = Generator {
@@ -122,6 +127,6 @@ pub(super) const DSMEM_LATENCY: Generator = Generator {
                 p.cluster_size, arch.name, arch.sm.max_cluster_size
             )));
         }
-        Ok(done(dsmem_latency(&p)))
+        Ok(done(dsmem_latency(&p)?))
     },
 };

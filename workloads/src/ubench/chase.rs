@@ -30,8 +30,9 @@ use std::collections::BTreeMap;
 
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Trace, Var};
 
-use crate::asm::{Code, info, kernel, r, round_up, rr};
 use super::{Measure, UbenchTrace};
+use crate::WorkloadError;
+use crate::asm::{Code, info, kernel, r, round_up, rr};
 
 /// Parameters of [`pointer_chase`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -199,12 +200,15 @@ impl SplitMix64 {
 /// divide them by `accesses`: run the two traces of [`pointer_chase_pair`] and take
 /// `(cycles₂ − cycles₁) / extra`.
 ///
-/// # Panics
+/// # Errors
 /// When [`PointerChase::validate`] fails.
-pub fn pointer_chase(p: &PointerChase) -> UbenchTrace {
-    if let Err(e) = p.validate() {
-        panic!("pointer_chase: {e}");
-    }
+pub fn pointer_chase(p: &PointerChase) -> Result<UbenchTrace, WorkloadError> {
+    p.validate().map_err(|e| WorkloadError(format!("pointer_chase: {e}")))?;
+    Ok(build(p))
+}
+
+/// [`pointer_chase`] of checked parameters.
+fn build(p: &PointerChase) -> UbenchTrace {
     let chain = p.chain();
     let k = chain.len() as u64;
     let mut ops = OpTable::new();
@@ -264,10 +268,10 @@ pub fn pointer_chase(p: &PointerChase) -> UbenchTrace {
 /// accesses in the second (`accesses_per_pass`). Simulate both; the latency of one dependent access is
 /// `(cycles₂ − cycles₁) / extra`, free of launch, warm-up and drain overheads.
 ///
-/// # Panics
+/// # Errors
 /// When [`PointerChase::validate`] fails.
-pub fn pointer_chase_pair(p: &PointerChase) -> (UbenchTrace, UbenchTrace, u64) {
-    let first = pointer_chase(p);
-    let second = pointer_chase(&PointerChase { passes: p.passes + 1, ..p.clone() });
-    (first, second, p.accesses_per_pass())
+pub fn pointer_chase_pair(p: &PointerChase) -> Result<(UbenchTrace, UbenchTrace, u64), WorkloadError> {
+    let first = pointer_chase(p)?;
+    let second = pointer_chase(&PointerChase { passes: p.passes.saturating_add(1), ..p.clone() })?;
+    Ok((first, second, p.accesses_per_pass()))
 }

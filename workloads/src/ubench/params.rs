@@ -2,8 +2,8 @@
 //! parameter struct. Ranges are what a value may be on its own; `validate` checks the fields
 //! together and against the chip.
 
-use crate::params::Param;
 use crate::params;
+use crate::params::Param;
 
 use super::{CopyPipeline, Dsmem, L2Read, PointerChase, SharedBanks, Stream};
 
@@ -65,4 +65,3 @@ pub const DSMEM: &[Param<Dsmem>] = params!(Dsmem {
     steps: Int [1, 1 << 32] "dependent loads (a multiple of the chain's length)",
     generic: Bool "cluster (generic) addressing, needed by remote",
 });
-
