@@ -77,7 +77,7 @@ fn collect(src: &mut dyn TraceSource) -> Result<Trace, gpusim_isa::TraceError> {
     Ok(trace)
 }
 
-fn write(trace: &Trace, out: &Path, binary_out: bool) -> CliResult {
+pub(crate) fn write(trace: &Trace, out: &Path, binary_out: bool) -> CliResult {
     let f =
         std::fs::File::create(out).map_err(|e| CliError::input(format!("{}: cannot create: {e}", out.display())))?;
     let mut w = BufWriter::new(f);

@@ -2,11 +2,10 @@
 //! trace of any generator of `gpusim_workloads::registry()` (the microbenchmarks, GEMM), or list
 //! the generators and their parameters.
 
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, CommandFactory, FromArgMatches};
-use gpusim_isa::{Trace, binary, text};
+use gpusim_isa::Trace;
 use gpusim_workloads::params::split_key_values;
 use gpusim_workloads::registry::{self, Generator};
 use gpusim_workloads::ubench::Measure;
@@ -96,14 +95,9 @@ pub fn params(name: Option<String>) -> CliResult {
     Ok(())
 }
 
+/// Writes `trace` to `out`: binary when the name ends in `.gtb`, gpusim text otherwise.
 pub(crate) fn write_trace(trace: &Trace, out: &Path) -> CliResult {
-    let binary_out = out.extension().is_some_and(|e| e == "gtb");
-    let f =
-        std::fs::File::create(out).map_err(|e| CliError::input(format!("{}: cannot create: {e}", out.display())))?;
-    let mut w = BufWriter::new(f);
-    let res = if binary_out { binary::write_trace(trace, &mut w) } else { text::write_trace(trace, &mut w) };
-    res.and_then(|_| std::io::Write::flush(&mut w))
-        .map_err(|e| CliError::input(format!("{}: cannot write: {e}", out.display())))
+    crate::trace_cmd::write(trace, out, out.extension().is_some_and(|e| e == "gtb"))
 }
 
 fn generate(g: &Generator, args: GenArgs) -> CliResult {

@@ -374,8 +374,8 @@ impl Bench {
             Bench::TmaChase { footprint_bytes } => {
                 let p = chase_for_footprint(arch, footprint_bytes);
                 let q = PointerChase { passes: p.passes + 1, ..p.clone() };
-                let (c1, i1) = kernel_cycles(arch, &tma_chase(&p, arch), 0)?;
-                let (c2, i2) = kernel_cycles(arch, &tma_chase(&q, arch), 0)?;
+                let (c1, i1) = kernel_cycles(arch, &tma_chase(&p, arch)?, 0)?;
+                let (c2, i2) = kernel_cycles(arch, &tma_chase(&q, arch)?, 0)?;
                 if c2 <= c1 {
                     return Err(format!("the longer TMA chase took {c2} cycles, the shorter {c1}"));
                 }
@@ -404,8 +404,8 @@ impl Bench {
             }
             Bench::InstChain { mnemonic } => {
                 let n = 1024;
-                let (c1, i1) = kernel_cycles(arch, &inst_chain(mnemonic, n, arch), 0)?;
-                let (c2, i2) = kernel_cycles(arch, &inst_chain(mnemonic, 2 * n, arch), 0)?;
+                let (c1, i1) = kernel_cycles(arch, &inst_chain(mnemonic, n, arch)?, 0)?;
+                let (c2, i2) = kernel_cycles(arch, &inst_chain(mnemonic, 2 * n, arch)?, 0)?;
                 let d = format!("dependent chain of {mnemonic} R2 <- R2 R3 R4, {n} vs {} steps", 2 * n);
                 (c2.saturating_sub(c1) as f64 / n as f64, Metric::Cycles, i1 + i2, 0, d)
             }

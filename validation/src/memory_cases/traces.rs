@@ -36,8 +36,8 @@ const TMA_MBAR: u64 = 128;
 /// ```
 ///
 /// `LatencyPerAccess` as for [`gpusim_workloads::ubench::pointer_chase`]: use the pair `passes`, `passes + 1`.
-pub fn tma_chase(p: &PointerChase, arch: &Arch) -> Trace {
-    p.validate().unwrap_or_else(|e| panic!("tma_chase: {e}"));
+pub fn tma_chase(p: &PointerChase, arch: &Arch) -> Result<Trace, String> {
+    p.validate().map_err(|e| format!("tma_chase: {e}"))?;
     let mut ops = OpTable::new();
     let mut a = asm(&mut ops, "tma_chase", 1);
     let mbar = AddrExpr::constant(TMA_MBAR);
@@ -70,12 +70,14 @@ pub fn tma_chase(p: &PointerChase, arch: &Arch) -> Trace {
     info.regs_per_thread = 16;
     info.smem_bytes = (TMA_MBAR + 8) as u32;
     info.sm_version = arch.compute_capability.max(90);
-    one_kernel(info, ops, vec![prog], vec![0])
+    Ok(one_kernel(info, ops, vec![prog], vec![0]))
 }
 
 /// A dependent chain of `steps` (a multiple of 8) `mnemonic R2 <- R2 R3 R4` in one warp.
-pub fn inst_chain(mnemonic: &str, steps: u32, arch: &Arch) -> Trace {
-    assert!(steps >= 8 && steps.is_multiple_of(8), "steps = {steps} must be a positive multiple of 8");
+pub fn inst_chain(mnemonic: &str, steps: u32, arch: &Arch) -> Result<Trace, String> {
+    if steps < 8 || !steps.is_multiple_of(8) {
+        return Err(format!("inst_chain: steps = {steps} must be a positive multiple of 8"));
+    }
     let mut ops = OpTable::new();
     let mut a = asm(&mut ops, "chain", u32::MAX);
     a.op("IMAD.MOV.U32", &[rg(2)], &[]).op("IMAD.MOV.U32", &[rg(3)], &[]).op("IMAD.MOV.U32", &[rg(4)], &[]);
@@ -90,7 +92,7 @@ pub fn inst_chain(mnemonic: &str, steps: u32, arch: &Arch) -> Trace {
     let mut info = KernelInfo::new(0, "inst_chain", Dim3::ONE, Dim3::new(32, 1, 1));
     info.regs_per_thread = 16;
     info.sm_version = arch.compute_capability;
-    one_kernel(info, ops, vec![prog], vec![0])
+    Ok(one_kernel(info, ops, vec![prog], vec![0]))
 }
 
 /// Threads per CTA of [`l1_read`].

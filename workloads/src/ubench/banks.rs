@@ -51,7 +51,7 @@ impl Default for SharedBanks {
 }
 
 impl SharedBanks {
-    /// Checks the parameters; [`shared_bank_conflicts`] panics with this message.
+    /// Checks the parameters; [`shared_bank_conflicts`] returns this message as its error.
     pub fn validate(&self) -> Result<(), String> {
         if !self.ways.is_power_of_two() || self.ways > 32 {
             return Err(format!("ways = {} must be 1, 2, 4, 8, 16 or 32", self.ways));

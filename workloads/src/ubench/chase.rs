@@ -86,7 +86,7 @@ impl Default for PointerChase {
 }
 
 impl PointerChase {
-    /// Checks the parameters; [`pointer_chase`] panics with this message when they are invalid.
+    /// Checks the parameters; [`pointer_chase`] returns this message as its error.
     pub fn validate(&self) -> Result<(), String> {
         if self.stride_bytes < 8 || !self.stride_bytes.is_multiple_of(8) {
             return Err(format!("stride_bytes = {} must be a multiple of 8 (a pointer)", self.stride_bytes));

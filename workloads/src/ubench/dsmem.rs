@@ -70,7 +70,7 @@ impl Default for Dsmem {
 }
 
 impl Dsmem {
-    /// Checks the parameters; [`dsmem_latency`] panics with this message.
+    /// Checks the parameters; [`dsmem_latency`] returns this message as its error.
     pub fn validate(&self) -> Result<(), String> {
         if !(2..=16).contains(&self.cluster_size) {
             return Err(format!("cluster_size = {} must be between 2 and 16", self.cluster_size));

@@ -98,7 +98,7 @@ impl L2Read {
         64 / self.width_bytes
     }
 
-    /// Checks the parameters; [`l2_read`] panics with this message.
+    /// Checks the parameters; [`l2_read`] returns this message as its error.
     pub fn validate(&self) -> Result<(), String> {
         if self.width_bytes != 8 && self.width_bytes != 16 {
             return Err(format!("width_bytes = {} must be 8 or 16", self.width_bytes));

@@ -15,8 +15,8 @@
 //! documentation shows the SASS it emits. [`by_name`] builds them from `key=value` parameters
 //! (the CLI's `gpusim trace ubench`).
 //!
-//! Parameter structs have `Default`s and a `validate` method; the generator functions panic on
-//! parameters `validate` rejects, [`by_name`] returns its message instead.
+//! Parameter structs have `Default`s, a `validate` method and a parameter table ([`params`]);
+//! the generator functions return `validate`'s message as a [`crate::WorkloadError`].
 
 mod banks;
 mod chase;

@@ -127,7 +127,7 @@ impl CopyPipeline {
         }
     }
 
-    /// Checks the parameters against `arch`; [`async_copy_pipeline`] panics with this message.
+    /// Checks the parameters against `arch`; [`async_copy_pipeline`] returns this message as its error.
     pub fn validate(&self, arch: &Arch) -> Result<(), String> {
         if !(1..=8).contains(&self.stages) {
             return Err(format!("stages = {} must be between 1 and 8", self.stages));

@@ -153,7 +153,7 @@ impl Stream {
         round_up(self.bytes_per_array, 2 << 20)
     }
 
-    /// Checks the parameters against `arch`; [`stream`] panics with this message.
+    /// Checks the parameters against `arch`; [`stream`] returns this message as its error.
     pub fn validate(&self, arch: &Arch) -> Result<(), String> {
         let t = self.threads_per_cta;
         if t == 0 || t > 1024 || !t.is_multiple_of(32) {
