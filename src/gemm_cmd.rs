@@ -1,11 +1,11 @@
 //! `gpusim trace gemm`: write the trace of a GEMM recipe for a problem.
 
-use std::io::BufWriter;
 use std::path::PathBuf;
 
 use clap::Args;
-use gpusim_isa::{binary, text};
-use gpusim_workloads::gemm::{self, Dtype, GemmProblem, Style};
+use gpusim_workloads::gemm::params::{GemmSpec, PROBLEM};
+use gpusim_workloads::gemm::{self, Dtype, Style};
+use gpusim_workloads::params::{apply, split_key_values};
 
 use crate::error::{CliError, CliResult};
 use crate::print::thousands;
@@ -19,27 +19,31 @@ fields of the recipe, e.g. `-p cta_n=128 -p stages=3 -p multicast=false -p epilo
 the valid ones."
 )]
 pub struct GemmArgs {
+    /// Rows of A and C (or `-p m=...`).
     #[arg(long)]
-    pub m: u64,
+    pub m: Option<u64>,
+    /// Columns of B and C (or `-p n=...`).
     #[arg(long)]
-    pub n: u64,
+    pub n: Option<u64>,
+    /// The reduction dimension (or `-p k=...`).
     #[arg(long)]
-    pub k: u64,
-    /// Input type: bf16, fp16, tf32 or fp8 (fp32 accumulation).
-    #[arg(long, default_value = "bf16")]
-    pub dtype: String,
+    pub k: Option<u64>,
+    /// Input type: bf16, fp16, tf32 or fp8 (fp32 accumulation); default bf16.
+    #[arg(long)]
+    pub dtype: Option<String>,
     /// fp8 with DeepGEMM-style 1×128 (A) / 128×128 (B) block scaling.
     #[arg(long)]
     pub block_scaled: bool,
-    #[arg(long, default_value_t = 1)]
-    pub batch: u64,
+    /// Independent products; default 1.
+    #[arg(long)]
+    pub batch: Option<u64>,
     /// Chip preset or TOML file (SM count, shared memory, compute capability, tensor rates).
     #[arg(long, default_value = "h100-sxm5-80gb")]
     pub arch: String,
     /// `ampere` or `hopper`; default: the chip's style.
     #[arg(long)]
     pub recipe: Option<String>,
-    /// A recipe parameter `KEY=VALUE` (repeatable).
+    /// A problem or recipe parameter `KEY=VALUE` (repeatable; `gpusim trace params gemm`).
     #[arg(short = 'p', long = "param", value_name = "KEY=VALUE")]
     pub params: Vec<String>,
     /// Output trace: gpusim text, or binary when the name ends in `.gtb`.
@@ -48,35 +52,41 @@ pub struct GemmArgs {
 }
 
 pub fn gemm(args: GemmArgs) -> CliResult {
-    let dtype = Dtype::parse(&args.dtype)
-        .ok_or_else(|| CliError::input(format!("--dtype `{}`: expected bf16, fp16, tf32 or fp8", args.dtype)))?;
-    let p = GemmProblem { m: args.m, n: args.n, k: args.k, batch: args.batch, dtype, block_scaled: args.block_scaled };
-    p.validate().map_err(CliError::input)?;
-    let mut params = Vec::with_capacity(args.params.len());
-    for s in &args.params {
-        let (k, v) = s.split_once('=').ok_or_else(|| CliError::input(format!("--param `{s}`: expected KEY=VALUE")))?;
-        params.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    let arch = crate::run::load_arch(&args.arch, None)?;
-    let base = match &args.recipe {
-        None => gemm::default_recipe(&arch, &p),
-        Some(name) => {
-            let style = Style::parse(name)
-                .ok_or_else(|| CliError::input(format!("--recipe `{name}`: expected ampere or hopper")))?;
-            gemm::tuned_recipe(&arch, &p, style)
+    // The flags are the problem parameters of the registry's table, given another way.
+    let mut problem = Vec::new();
+    for (key, v) in [("m", args.m), ("n", args.n), ("k", args.k), ("batch", args.batch)] {
+        if let Some(v) = v {
+            problem.push((key.to_string(), v.to_string()));
         }
-    };
-    let recipe = gemm::recipe_from_params(base, &params).map_err(CliError::input)?;
-    let trace = gemm::generate(&arch, &p, &recipe).map_err(|e| CliError::input(format!("{recipe}: {e}")))?;
+    }
+    if let Some(d) = &args.dtype {
+        let dtype = Dtype::parse(d)
+            .ok_or_else(|| CliError::input(format!("--dtype `{d}`: expected bf16, fp16, tf32 or fp8")))?;
+        problem.push(("dtype".into(), dtype.name().into()));
+    }
+    if args.block_scaled {
+        problem.push(("block_scaled".into(), "true".into()));
+    }
+    if let Some(name) = &args.recipe {
+        Style::parse(name).ok_or_else(|| CliError::input(format!("--recipe `{name}`: expected ampere or hopper")))?;
+        problem.push(("recipe".into(), name.to_ascii_lowercase()));
+    }
+    let given = split_key_values(&args.params).map_err(|e| CliError::input(format!("--param {e}")))?;
+    let (from_p, overrides): (Vec<_>, Vec<_>) =
+        given.into_iter().partition(|(k, _)| PROBLEM.iter().any(|p| p.name == k));
+    problem.extend(from_p);
+    for key in ["m", "n", "k"] {
+        if !problem.iter().any(|(k, _)| k == key) {
+            return Err(CliError::input(format!("the problem needs --{key} (or -p {key}=...)")));
+        }
+    }
+    let mut spec = GemmSpec::default();
+    apply("gemm", PROBLEM, &problem, &mut spec).map_err(|e| CliError::input(e.0))?;
+    let arch = crate::run::load_arch(&args.arch, None)?;
+    let (trace, p, recipe) = gemm::generate_spec(&arch, &spec, &overrides).map_err(CliError::input)?;
 
     let out = &args.output;
-    let binary_out = out.extension().is_some_and(|e| e == "gtb");
-    let f =
-        std::fs::File::create(out).map_err(|e| CliError::input(format!("{}: cannot create: {e}", out.display())))?;
-    let mut w = BufWriter::new(f);
-    let res = if binary_out { binary::write_trace(&trace, &mut w) } else { text::write_trace(&trace, &mut w) };
-    res.and_then(|_| std::io::Write::flush(&mut w))
-        .map_err(|e| CliError::input(format!("{}: cannot write: {e}", out.display())))?;
+    crate::ubench_cmd::write_trace(&trace, out)?;
 
     let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     println!(

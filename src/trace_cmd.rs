@@ -31,6 +31,13 @@ pub enum TraceCmd {
     /// Write the trace of a GEMM recipe (Ampere multistage or Hopper warp-specialised) for a
     /// problem.
     Gemm(crate::gemm_cmd::GemmArgs),
+    /// List the generators, or one generator's parameters (name, description, unit, default,
+    /// valid range).
+    Params { name: Option<String> },
+    /// `gpusim trace NAME -p KEY=VALUE ... -o OUT`: any generator of the registry by name (see
+    /// `gpusim trace params`).
+    #[command(external_subcommand)]
+    Generator(Vec<String>),
 }
 
 /// Reads a whole trace into memory (CTAs with their own programs become per-CTA overrides).
@@ -70,7 +77,7 @@ fn collect(src: &mut dyn TraceSource) -> Result<Trace, gpusim_isa::TraceError> {
     Ok(trace)
 }
 
-fn write(trace: &Trace, out: &Path, binary_out: bool) -> CliResult {
+pub(crate) fn write(trace: &Trace, out: &Path, binary_out: bool) -> CliResult {
     let f =
         std::fs::File::create(out).map_err(|e| CliError::input(format!("{}: cannot create: {e}", out.display())))?;
     let mut w = BufWriter::new(f);
@@ -83,6 +90,8 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
     match cmd {
         TraceCmd::Ubench(args) => crate::ubench_cmd::ubench(args),
         TraceCmd::Gemm(args) => crate::gemm_cmd::gemm(args),
+        TraceCmd::Params { name } => crate::ubench_cmd::params(name),
+        TraceCmd::Generator(args) => crate::ubench_cmd::external(args),
         TraceCmd::Convert { input, output, to } => {
             let binary_out = match to.as_deref() {
                 Some("binary") => true,

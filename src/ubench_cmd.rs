@@ -1,27 +1,40 @@
-//! `gpusim trace ubench`: write the trace of a microbenchmark (pointer chase, STREAM, L2
-//! bandwidth, bank conflicts, copy pipelines, distributed shared memory).
+//! `gpusim trace ubench NAME`, `gpusim trace NAME` and `gpusim trace params [NAME]`: write the
+//! trace of any generator of `gpusim_workloads::registry()` (the microbenchmarks, GEMM), or list
+//! the generators and their parameters.
 
-use std::io::BufWriter;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use clap::Args;
-use gpusim_isa::{binary, text};
-use gpusim_workloads::ubench::{self, Measure};
+use clap::{Args, CommandFactory, FromArgMatches};
+use gpusim_isa::Trace;
+use gpusim_workloads::params::split_key_values;
+use gpusim_workloads::registry::{self, Generator};
+use gpusim_workloads::ubench::Measure;
 
 use crate::error::{CliError, CliResult};
 use crate::print::thousands;
 
+fn ubench_help() -> String {
+    format!(
+        "Generators:\n{}\nParameters are listed by `gpusim trace params NAME` (or `gpusim trace NAME --help`), e.g. \
+`-p footprint_bytes=\"16 MiB\" -p random=false`; an unknown one lists the valid ones. For a latency, write the \
+pointer chase with passes=1 and passes=2 and divide the difference of their cycles by the difference of their \
+accesses.",
+        registry::summary_table()
+    )
+}
+
 #[derive(Args)]
-#[command(
-    after_help = "Microbenchmarks: pointer-chase, stream-read, stream-write, stream-copy, stream-triad, l2-read, \
-shared-banks, cp-async-pipeline, tma-pipeline, dsmem-latency. Parameters are the fields of the generator's \
-parameter struct (gpusim_workloads::ubench), e.g. `-p footprint_bytes=\"16 MiB\" -p random=false`; an unknown \
-one lists the valid ones. For a latency, write the pointer chase with passes=1 and passes=2 and divide the \
-difference of their cycles by the difference of their accesses."
-)]
+#[command(after_help = ubench_help())]
 pub struct UbenchArgs {
-    /// The microbenchmark (pointer-chase, stream-triad, l2-read, ...).
+    /// The generator (pointer-chase, stream-triad, l2-read, ...).
     pub name: String,
+    #[command(flatten)]
+    pub common: GenArgs,
+}
+
+/// What every generator takes on the command line.
+#[derive(Args)]
+pub struct GenArgs {
     /// A parameter `KEY=VALUE` (repeatable): sizes take units ("16 MiB"), integers may be hex.
     #[arg(short = 'p', long = "param", value_name = "KEY=VALUE")]
     pub params: Vec<String>,
@@ -33,31 +46,67 @@ pub struct UbenchArgs {
     pub output: PathBuf,
 }
 
+/// The `gpusim trace NAME ...` form: `args[0]` is the generator's name.
+#[derive(clap::Parser)]
+struct GenCli {
+    #[command(flatten)]
+    common: GenArgs,
+}
+
 pub fn ubench(args: UbenchArgs) -> CliResult {
-    let mut params = Vec::with_capacity(args.params.len());
-    for p in &args.params {
-        let (k, v) = p.split_once('=').ok_or_else(|| CliError::input(format!("--param `{p}`: expected KEY=VALUE")))?;
-        params.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    if !ubench::NAMES.contains(&args.name.as_str()) {
+    if !gpusim_workloads::ubench::NAMES.contains(&args.name.as_str()) {
         return Err(CliError::input(format!(
             "unknown microbenchmark `{}`; valid names: {}",
             args.name,
-            ubench::NAMES.join(", ")
+            gpusim_workloads::ubench::NAMES.join(", ")
         )));
     }
+    let g = registry::find(&args.name).map_err(|e| CliError::input(e.0))?;
+    generate(g, args.common)
+}
+
+/// `gpusim trace NAME [-p KEY=VALUE]... --arch A -o OUT`, and `gpusim trace NAME --help` with the
+/// generator's parameters.
+pub fn external(args: Vec<String>) -> CliResult {
+    let name = args.first().cloned().unwrap_or_default();
+    let g = registry::find(&name).map_err(|e| CliError::input(format!("trace: {e}")))?;
+    let cmd = GenCli::command().name(g.name).about(g.summary).after_help(g.help());
+    let m = match cmd.try_get_matches_from(&args) {
+        Ok(m) => m,
+        Err(e) if !e.use_stderr() => {
+            // --help: clap's text, with the parameter listing.
+            print!("{e}");
+            return Ok(());
+        }
+        Err(e) => return Err(CliError::input(e.to_string())),
+    };
+    let cli = GenCli::from_arg_matches(&m).map_err(|e| CliError::input(e.to_string()))?;
+    generate(g, cli.common)
+}
+
+/// `gpusim trace params [NAME]`.
+pub fn params(name: Option<String>) -> CliResult {
+    match name {
+        None => {
+            println!("generators (parameters: gpusim trace params NAME):\n{}", registry::summary_table());
+        }
+        Some(n) => print!("{}", registry::find(&n).map_err(|e| CliError::input(e.0))?.help()),
+    }
+    Ok(())
+}
+
+/// Writes `trace` to `out`: binary when the name ends in `.gtb`, gpusim text otherwise.
+pub(crate) fn write_trace(trace: &Trace, out: &Path) -> CliResult {
+    crate::trace_cmd::write(trace, out, out.extension().is_some_and(|e| e == "gtb"))
+}
+
+fn generate(g: &Generator, args: GenArgs) -> CliResult {
+    let params = split_key_values(&args.params).map_err(|e| CliError::input(format!("--param {e}")))?;
     let arch = crate::run::load_arch(&args.arch, None)?;
-    let u = ubench::by_name(&args.name, &params, &arch).map_err(CliError::input)?;
+    let u = g.generate(&params, &arch).map_err(|e| CliError::input(e.0))?;
 
     let out = &args.output;
-    let binary_out = out.extension().is_some_and(|e| e == "gtb");
-    let f =
-        std::fs::File::create(out).map_err(|e| CliError::input(format!("{}: cannot create: {e}", out.display())))?;
-    let mut w = BufWriter::new(f);
-    let res = if binary_out { binary::write_trace(&u.trace, &mut w) } else { text::write_trace(&u.trace, &mut w) };
-    res.and_then(|_| std::io::Write::flush(&mut w))
-        .map_err(|e| CliError::input(format!("{}: cannot write: {e}", out.display())))?;
-
+    write_trace(&u.trace, out)?;
     let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     println!(
         "wrote {} ({} bytes, {} kernel(s)) for {}",
@@ -69,14 +118,15 @@ pub fn ubench(args: UbenchArgs) -> CliResult {
     println!("{}", u.description);
     let k = u.timed_kernel;
     match u.measure {
-        Measure::LatencyPerAccess { accesses } => println!(
+        Some(Measure::LatencyPerAccess { accesses }) => println!(
             "measure: latency per access from kernel {k}: {accesses} timed accesses; difference two runs that differ \
              in accesses"
         ),
-        Measure::Bandwidth { bytes } => {
+        Some(Measure::Bandwidth { bytes }) => {
             println!("measure: bandwidth of kernel {k}: {} bytes / its time", thousands(bytes))
         }
-        Measure::Cycles => println!("measure: cycles of kernel {k}"),
+        Some(Measure::Cycles) => println!("measure: cycles of kernel {k}"),
+        None => {}
     }
     Ok(())
 }

@@ -213,3 +213,36 @@ fn the_two_streams_example_runs_its_streams_side_by_side() {
     assert!(k(3, "end_cycle") < k(2, "start_cycle"), "kernel 3 is not held back by kernel 2's wait");
     assert_eq!(v["streams"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn generators_are_reached_by_name_and_list_their_parameters() {
+    let dir = std::env::temp_dir();
+    let a = dir.join("gpusim-gen-a.trace");
+    let b = dir.join("gpusim-gen-b.trace");
+    // `trace NAME` and `trace ubench NAME` write the same trace.
+    let o = gpusim(&["trace", "pointer-chase", "-p", "footprint_bytes=64 KiB", "-o", a.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let o = gpusim(&["trace", "ubench", "pointer-chase", "-p", "footprint_bytes=64 KiB", "-o", b.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    // `trace gemm` with flags or with -p gives the same trace.
+    let o = gpusim(&["trace", "gemm", "--m", "512", "--n", "256", "--k", "128", "-o", a.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let o = gpusim(&["trace", "gemm", "-p", "m=512", "-p", "n=256", "-p", "k=128", "-o", b.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    // Listings.
+    let o = gpusim(&["trace", "params"]);
+    assert!(o.status.success() && text(&o).0.contains("stream-triad") && text(&o).0.contains("gemm"));
+    let o = gpusim(&["trace", "params", "l2-read"]);
+    assert!(o.status.success() && text(&o).0.contains("footprint_bytes") && text(&o).0.contains("default"));
+    let o = gpusim(&["trace", "stream-triad", "--help"]);
+    assert!(o.status.success() && text(&o).0.contains("bytes_per_array"), "{:?}", text(&o));
+    // Errors name the generator or the parameter and its range.
+    fails_with(&["trace", "no-such-gen", "-o", a.to_str().unwrap()], &["no-such-gen", "pointer-chase"]);
+    fails_with(
+        &["trace", "stream-triad", "-p", "threads_per_cta=4096", "-o", a.to_str().unwrap()],
+        &["threads_per_cta", "32 to 1024"],
+    );
+    fails_with(&["trace", "gemm", "--n", "8", "--k", "8", "-o", a.to_str().unwrap()], &["--m"]);
+}

@@ -104,6 +104,21 @@ pub struct Sm {
     pub dsmem_latency: Cycles,
 }
 
+impl Sm {
+    /// The GPC SM `sm` belongs to: SMs are spread evenly, SM `s` of `n` in GPC `s·gpcs/n`, with
+    /// `gpcs` clamped to `[1, n]`. The one mapping the engine (cluster placement), the memory
+    /// hierarchy (near L2 partition) and the generators (concurrent clusters) share.
+    pub fn gpc_of(&self, sm: u32) -> u32 {
+        let sms = self.count.max(1) as u64;
+        (sm as u64 * self.gpcs_clamped() as u64 / sms) as u32
+    }
+
+    /// `gpcs` clamped to `[1, count]` (a description with no GPC count has one).
+    pub fn gpcs_clamped(&self) -> u32 {
+        self.gpcs.clamp(1, self.count.max(1))
+    }
+}
+
 /// Warp scheduling policy, chosen by name.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scheduler {

@@ -46,6 +46,7 @@ mod field;
 mod introspect;
 mod keys;
 mod load;
+pub mod occupancy;
 mod presets;
 mod schema;
 pub mod units;

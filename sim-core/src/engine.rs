@@ -572,11 +572,11 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// SMs of one GPC (searched round-robin) that can take `n` CTAs of `kidx` now.
     fn plan_cluster(&mut self, kidx: usize, n: usize) -> Option<Vec<usize>> {
         let sms = self.sms.len();
-        let gpcs = (self.arch.sm.gpcs as usize).clamp(1, sms);
+        let gpcs = self.arch.sm.gpcs_clamped() as usize;
         let k = &self.kernels[kidx];
         for g in 0..gpcs {
             let gpc = (self.next_gpc + g) % gpcs;
-            let members: Vec<usize> = (0..sms).filter(|&s| s * gpcs / sms == gpc).collect();
+            let members: Vec<usize> = (0..sms).filter(|&s| self.arch.sm.gpc_of(s as u32) as usize == gpc).collect();
             let mut room: Vec<usize> = members.iter().map(|&s| self.sms[s].capacity(k) as usize).collect();
             let mut plan = Vec::with_capacity(n);
             // Spread the cluster over the GPC's SMs, one CTA per SM per round.

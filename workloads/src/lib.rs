@@ -22,9 +22,20 @@
 //!   `i0..i3`) carry every affine access pattern, so a trace's size depends on the kernel's
 //!   shape, not on the bytes it moves; explicit addresses appear only where the pattern is not
 //!   affine (a pointer chase), bounded by a parameter.
-//! - **Checked parameters.** Each parameter struct has a `validate`; generator functions panic
-//!   on what it rejects, [`ubench::by_name`] returns the message.
+//! - **Checked parameters.** Each parameter struct has a `validate` and a [`params!`] table
+//!   (name, kind and unit, valid range, description). Generators return
+//!   `Result<_, WorkloadError>` and never panic on user input; the [`registry`] builds any of
+//!   them by name from `key=value` pairs.
+//!
+//! ## The foundation
+//! [`asm`] (the one assembler), [`params`] (parameter tables), [`registry`] (generators by name,
+//! materialised or lazy: [`registry::LazySource`]). See ARCHITECTURE.md for adding a recipe.
 
+pub mod asm;
 pub mod gemm;
-mod operands;
+pub mod params;
+pub mod registry;
 pub mod ubench;
+
+pub use params::WorkloadError;
+pub use registry::{Generated, Generator, find, registry};

@@ -25,7 +25,7 @@ fn gbps(r: &Report, bytes: u64) -> f64 {
 
 fn stream_read(arch: &Arch, active: u32, bytes: u64) -> f64 {
     let p = Stream { kind: StreamKind::Read, bytes_per_array: bytes, active_sms: Some(active), ..Stream::default() };
-    let u = stream(&p, arch);
+    let u = stream(&p, arch).unwrap();
     let r = run(arch, u.trace);
     gbps(&r, bytes)
 }

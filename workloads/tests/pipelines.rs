@@ -16,7 +16,7 @@ fn run(arch: &Arch, engine: CopyEngine, stages: u32, compute: u32) -> u64 {
     // One CTA: the copy latency (not DRAM bandwidth) is what the pipeline must hide.
     let p =
         CopyPipeline { engine, stages, tiles: 24, compute_per_tile: compute, ctas: Some(1), ..CopyPipeline::default() };
-    cycles(arch, async_copy_pipeline(&p, arch).trace)
+    cycles(arch, async_copy_pipeline(&p, arch).unwrap().trace)
 }
 
 fn check(preset: &str, engine: CopyEngine) {

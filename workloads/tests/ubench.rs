@@ -168,7 +168,7 @@ fn chase_passes(u: &UbenchTrace, per_pass: u64) -> Vec<Vec<u64>> {
 fn pointer_chase_is_one_dependent_cycle_over_the_elements() {
     for random in [true, false] {
         let p = PointerChase { footprint_bytes: 64 << 10, random, passes: 2, ..PointerChase::default() };
-        let u = pointer_chase(&p);
+        let u = pointer_chase(&p).unwrap();
         let k = &u.trace.kernels[0];
         let n = (64 << 10) / 128;
         assert_eq!(p.steps(), n);
@@ -204,7 +204,7 @@ fn pointer_chase_is_one_dependent_cycle_over_the_elements() {
 #[test]
 fn pointer_chase_large_footprints_visit_max_steps_distinct_lines() {
     let p = PointerChase { footprint_bytes: 1 << 30, max_steps: 4096, ..PointerChase::default() };
-    let u = pointer_chase(&p);
+    let u = pointer_chase(&p).unwrap();
     let pass = &chase_passes(&u, 4096)[0];
     assert_eq!(pass.len(), 4096);
     let lines: BTreeSet<u64> = pass.iter().map(|a| a / 128).collect();
@@ -222,7 +222,7 @@ fn pointer_chase_covering_the_footprint_walks_every_line_with_max_steps_loads() 
     let p =
         PointerChase { footprint_bytes: 8 << 20, max_steps: 1024, cover_footprint: true, ..PointerChase::default() };
     assert_eq!((p.steps(), p.windows(), p.accesses_per_pass()), (1024, 64, 65536));
-    let u = pointer_chase(&p);
+    let u = pointer_chase(&p).unwrap();
     let prog = &u.trace.kernels[0].programs[0];
     assert!(prog.steps.len() < 1024 + 16, "{} steps", prog.steps.len());
     assert_eq!(u.measure, Measure::LatencyPerAccess { accesses: 65536 });
@@ -236,20 +236,23 @@ fn pointer_chase_covering_the_footprint_walks_every_line_with_max_steps_loads() 
         let lo = p.base_address + w as u64 * 1024 * 128;
         assert!(chunk.iter().all(|&a| a >= lo && a < lo + 1024 * 128));
     }
-    let (_, _, extra) = pointer_chase_pair(&p);
+    let (_, _, extra) = pointer_chase_pair(&p).unwrap();
     assert_eq!(extra, 65536);
     // Without it, the same footprint visits max_steps lines only.
     let q = PointerChase { cover_footprint: false, ..p.clone() };
     assert_eq!(q.accesses_per_pass(), 1024);
     // A footprint within max_steps is unaffected.
     let r = PointerChase { footprint_bytes: 64 << 10, cover_footprint: true, ..PointerChase::default() };
-    assert_eq!(pointer_chase(&r).trace, pointer_chase(&PointerChase { cover_footprint: false, ..r }).trace);
+    assert_eq!(
+        pointer_chase(&r).unwrap().trace,
+        pointer_chase(&PointerChase { cover_footprint: false, ..r }).unwrap().trace
+    );
 }
 
 #[test]
 fn pointer_chase_pair_differs_by_one_pass() {
     let p = PointerChase { footprint_bytes: 32 << 10, stride_bytes: 64, bypass_l1: true, ..PointerChase::default() };
-    let (a, b, extra) = pointer_chase_pair(&p);
+    let (a, b, extra) = pointer_chase_pair(&p).unwrap();
     assert_eq!(extra, 512);
     let (Measure::LatencyPerAccess { accesses: x }, Measure::LatencyPerAccess { accesses: y }) = (a.measure, b.measure)
     else {
@@ -283,7 +286,7 @@ fn pointer_chase_rejects_bad_parameters() {
 
 /// Checks that every array's elements are touched exactly once and the bytes add up.
 fn check_stream(p: &Stream, arch: &Arch) {
-    let u = stream(p, arch);
+    let u = stream(p, arch).unwrap();
     let k = &u.trace.kernels[0];
     let stride = p.bytes_per_array.div_ceil(2 << 20) * (2 << 20);
     let units = p.bytes_per_array / 16;
@@ -346,7 +349,7 @@ fn stream_touches_every_element_once_and_counts_bytes() {
 fn stream_loop_bytes_match_the_grid_shape() {
     let arch = h100();
     let p = Stream { kind: StreamKind::Read, bytes_per_array: 264 * 1024 * 16 * 10, ..Stream::default() };
-    let u = stream(&p, &arch);
+    let u = stream(&p, &arch).unwrap();
     let k = &u.trace.kernels[0];
     assert!(k.layout.overrides.is_empty(), "an exact multiple needs no tail");
     let loads = k.programs[0].dynamic_len();
@@ -366,7 +369,7 @@ fn stream_pins_two_ctas_per_sm_on_every_preset() {
         for threads in [1024, 512, 256] {
             for kind in [StreamKind::Read, StreamKind::Write, StreamKind::Copy, StreamKind::Triad] {
                 let p = Stream { kind, threads_per_cta: threads, bytes_per_array: 1 << 20, ..Stream::default() };
-                let u = stream(&p, &arch);
+                let u = stream(&p, &arch).unwrap();
                 let occ = occupancy(&arch, &u.trace.kernels[0].info).unwrap();
                 assert_eq!(occ.ctas_per_sm, 2, "{name}, {threads} threads, {kind:?}: {occ:?}");
             }
@@ -411,7 +414,7 @@ fn l2_read_matches_rrze_data_sets_and_reads_each_line_reps_times() {
         loads_per_thread: 8,
         ..L2Read::default()
     };
-    let u = l2_read(&p, &arch);
+    let u = l2_read(&p, &arch).unwrap();
     assert_eq!(u.timed_kernel, 1);
     assert_eq!(u.trace.kernels.len(), 2);
     assert_eq!(p.effective_footprint(), 3 << 20);
@@ -436,7 +439,7 @@ fn l2_read_matches_rrze_data_sets_and_reads_each_line_reps_times() {
         assert!(count.values().all(|&c| c == reps));
         assert_eq!(*count.keys().next().unwrap(), p.base_address);
     }
-    let plain = l2_read(&L2Read { bypass_l1: false, width_bytes: 8, ..L2Read::default() }, &arch);
+    let plain = l2_read(&L2Read { bypass_l1: false, width_bytes: 8, ..L2Read::default() }, &arch).unwrap();
     let ops = &plain.trace.kernels[1].ops;
     assert!(ops.iter().any(|(_, d)| d.mnemonic == "LDG.E.64.CONSTANT" && !d.bypass_l1 && d.width == 8));
 }
@@ -458,7 +461,7 @@ fn shared_banks_produce_the_requested_conflict() {
     for store in [false, true] {
         for ways in [1, 2, 4, 8, 16, 32] {
             let p = SharedBanks { ways, store, iterations: 64, ..SharedBanks::default() };
-            let u = shared_bank_conflicts(&p);
+            let u = shared_bank_conflicts(&p).unwrap();
             assert_eq!(u.measure, Measure::Cycles);
             assert_eq!(u.trace.kernels.len(), 2);
             for (ki, want) in [(0, ways as usize), (1, 1)] {
@@ -492,7 +495,7 @@ fn cp_async_pipeline_stage_structure() {
                 assert!(stages as u64 * 16384 > arch.sm.shared_mem_per_cta.0 - 64);
                 continue;
             }
-            let u = async_copy_pipeline(&p, &arch);
+            let u = async_copy_pipeline(&p, &arch).unwrap();
             let k = &u.trace.kernels[0];
             assert_eq!(k.info.smem_bytes, stages * 16384);
             let n = p.per_thread() as usize;
@@ -555,7 +558,7 @@ fn tma_pipeline_stage_structure() {
                 compute_per_tile: 9,
                 ..CopyPipeline::default()
             };
-            let u = async_copy_pipeline(&p, &arch);
+            let u = async_copy_pipeline(&p, &arch).unwrap();
             let k = &u.trace.kernels[0];
             assert_eq!(k.info.sm_version, 90);
             for (cta, w, s) in run_all(k) {
@@ -610,7 +613,7 @@ fn tma_pipeline_stage_structure() {
 fn dsmem_chain_targets_the_requested_rank() {
     for (remote, generic) in [(true, true), (false, true), (false, false)] {
         let p = Dsmem { remote, generic, steps: 256, ..Dsmem::default() };
-        let u = dsmem_latency(&p);
+        let u = dsmem_latency(&p).unwrap();
         let k = &u.trace.kernels[0];
         assert_eq!(k.info.cluster.x, 2);
         assert_eq!(k.info.grid.x, 2);
@@ -637,7 +640,7 @@ fn dsmem_chain_targets_the_requested_rank() {
         assert!(run_warp(k, 1, 0).iter().all(|d| !d.desc.load));
     }
     assert!(Dsmem { remote: true, generic: false, ..Dsmem::default() }.validate().is_err());
-    let (a, b, extra) = dsmem_latency_pair(&Dsmem::default());
+    let (a, b, extra) = dsmem_latency_pair(&Dsmem::default()).unwrap();
     assert_eq!(b.trace.kernels[0].programs[0].dynamic_len() - a.trace.kernels[0].programs[0].dynamic_len(), 4 * extra);
 }
 
@@ -686,7 +689,7 @@ fn by_name_parses_parameters_and_reports_errors() {
 #[test]
 fn simulated_bank_conflicts_cost_about_ways_times_more() {
     let arch = h100();
-    let u = shared_bank_conflicts(&SharedBanks { ways: 8, iterations: 256, ..SharedBanks::default() });
+    let u = shared_bank_conflicts(&SharedBanks { ways: 8, iterations: 256, ..SharedBanks::default() }).unwrap();
     let c = simulate_cycles(&arch, &u.trace);
     assert!(c[0] > 4 * c[1], "8-way {} vs conflict-free {}", c[0], c[1]);
 }
@@ -695,7 +698,7 @@ fn simulated_bank_conflicts_cost_about_ways_times_more() {
 fn simulated_pointer_chase_pair_gives_a_per_access_latency() {
     let arch = h100();
     let latency = |p: PointerChase| {
-        let (a, b, extra) = pointer_chase_pair(&p);
+        let (a, b, extra) = pointer_chase_pair(&p).unwrap();
         let (c1, c2) = (simulate_cycles(&arch, &a.trace)[0], simulate_cycles(&arch, &b.trace)[0]);
         assert!(c2 > c1);
         (c2 - c1) as f64 / extra as f64
@@ -711,7 +714,7 @@ fn simulated_three_stage_cp_async_hides_copy_latency() {
     let arch = a100();
     let cycles = |stages| {
         let p = CopyPipeline { stages, tiles: 8, ctas: Some(4), ..CopyPipeline::default() };
-        simulate_cycles(&arch, &async_copy_pipeline(&p, &arch).trace)[0]
+        simulate_cycles(&arch, &async_copy_pipeline(&p, &arch).unwrap().trace)[0]
     };
     let (one, three) = (cycles(1), cycles(3));
     assert!(three < one, "3 stages {three} cycles, 1 stage {one}");

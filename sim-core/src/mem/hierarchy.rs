@@ -73,10 +73,10 @@ impl Hierarchy {
         let parts = arch.l2.partitions.max(1);
         let part_lines = arch.l2.size.0 / parts as u64 / line;
         let sms = arch.sm.count.max(1);
-        let gpcs = arch.sm.gpcs.clamp(1, sms);
+        let gpcs = arch.sm.gpcs_clamped();
         let sm_side = (0..sms)
             .map(|s| {
-                let gpc = s as u64 * gpcs as u64 / sms as u64;
+                let gpc = arch.sm.gpc_of(s) as u64;
                 (gpc * parts as u64 / gpcs as u64) as u32
             })
             .collect();

@@ -28,10 +28,7 @@
 use std::time::{Duration, Instant};
 
 use gpusim_configs::{Arch, Hertz, load_preset, validate};
-use gpusim_isa::{
-    AddrExpr, Dim3, Inst, KernelInfo, KernelTrace, Lanes, MemTraceSource, OpTable, Program, ProgramBuilder, Reg,
-    RegRange, Trace, Var,
-};
+use gpusim_isa::{AddrExpr, Dim3, KernelInfo, MemTraceSource, OpTable, Trace, Var};
 use gpusim_sim_core::{Report, SimOptions, simulate};
 use gpusim_workloads::ubench::{
     CopyEngine, CopyPipeline, Dsmem, L2Read, PointerChase, Stream, StreamKind, async_copy_pipeline, dsmem_latency_pair,
@@ -319,7 +316,7 @@ pub fn chase_for_footprint(arch: &Arch, footprint_bytes: u64) -> PointerChase {
 /// Latency of one dependent load (cycles) of the chase `p` on `arch`, by the pair method, and
 /// the dynamic loads simulated.
 fn chase_latency(arch: &Arch, p: &PointerChase) -> Result<(f64, u64, u64), String> {
-    let (a, b, extra) = pointer_chase_pair(p);
+    let (a, b, extra) = pointer_chase_pair(p)?;
     let (c1, i1) = kernel_cycles(arch, &a.trace, 0)?;
     let (c2, i2) = kernel_cycles(arch, &b.trace, 0)?;
     if c2 <= c1 {
@@ -377,8 +374,8 @@ impl Bench {
             Bench::TmaChase { footprint_bytes } => {
                 let p = chase_for_footprint(arch, footprint_bytes);
                 let q = PointerChase { passes: p.passes + 1, ..p.clone() };
-                let (c1, i1) = kernel_cycles(arch, &tma_chase(&p, arch), 0)?;
-                let (c2, i2) = kernel_cycles(arch, &tma_chase(&q, arch), 0)?;
+                let (c1, i1) = kernel_cycles(arch, &tma_chase(&p, arch)?, 0)?;
+                let (c2, i2) = kernel_cycles(arch, &tma_chase(&q, arch)?, 0)?;
                 if c2 <= c1 {
                     return Err(format!("the longer TMA chase took {c2} cycles, the shorter {c1}"));
                 }
@@ -396,7 +393,7 @@ impl Bench {
                     return Err(format!("{} has no thread-block clusters", arch.name));
                 }
                 let p = Dsmem { cluster_size: 2, remote, steps: 2048, generic: true };
-                let (a, b, extra) = dsmem_latency_pair(&p);
+                let (a, b, extra) = dsmem_latency_pair(&p)?;
                 let (c1, i1) = kernel_cycles(arch, &a.trace, 0)?;
                 let (c2, i2) = kernel_cycles(arch, &b.trace, 0)?;
                 let d = format!(
@@ -407,8 +404,8 @@ impl Bench {
             }
             Bench::InstChain { mnemonic } => {
                 let n = 1024;
-                let (c1, i1) = kernel_cycles(arch, &inst_chain(mnemonic, n, arch), 0)?;
-                let (c2, i2) = kernel_cycles(arch, &inst_chain(mnemonic, 2 * n, arch), 0)?;
+                let (c1, i1) = kernel_cycles(arch, &inst_chain(mnemonic, n, arch)?, 0)?;
+                let (c2, i2) = kernel_cycles(arch, &inst_chain(mnemonic, 2 * n, arch)?, 0)?;
                 let d = format!("dependent chain of {mnemonic} R2 <- R2 R3 R4, {n} vs {} steps", 2 * n);
                 (c2.saturating_sub(c1) as f64 / n as f64, Metric::Cycles, i1 + i2, 0, d)
             }
@@ -421,7 +418,7 @@ impl Bench {
                 let per_array = (STREAM_L2_MULTIPLE * l2 / arrays).div_ceil(1 << 20) << 20;
                 let p = Stream { kind, bytes_per_array: per_array, ..Stream::default() };
                 p.validate(arch)?;
-                let u = stream(&p, arch);
+                let u = stream(&p, arch)?;
                 let bytes = match u.measure {
                     gpusim_workloads::ubench::Measure::Bandwidth { bytes } => bytes,
                     m => return Err(format!("stream measures {m:?}")),
@@ -438,7 +435,7 @@ impl Bench {
             Bench::L2Read { footprint_bytes } => {
                 let p = L2Read { footprint_bytes, total_bytes_read: L2_READ_TOTAL, ..L2Read::default() };
                 p.validate()?;
-                let u = l2_read(&p, arch);
+                let u = l2_read(&p, arch)?;
                 let (bw, i) = steady_gbps(arch, &u.trace, u.timed_kernel)?;
                 let d = format!(
                     "l2_read, data set {} read {} times after a warm-up kernel, LDG.E.128.STRONG.GPU; \
@@ -452,7 +449,7 @@ impl Bench {
                 let f = footprint_bytes.min(STREAM_L2_MULTIPLE * l2);
                 let p = L2Read { footprint_bytes: f, total_bytes_read: L2_READ_DRAM_PASSES * f, ..L2Read::default() };
                 p.validate()?;
-                let u = l2_read(&p, arch);
+                let u = l2_read(&p, arch)?;
                 let (bw, i) = steady_gbps(arch, &u.trace, u.timed_kernel)?;
                 let d = format!(
                     "l2_read at {} (the case's {} capped at {}× the L2: both stream from DRAM), warm-up + {} timed passes; \
@@ -491,7 +488,7 @@ impl Bench {
                     ..CopyPipeline::default()
                 };
                 p.validate(arch)?;
-                let u = async_copy_pipeline(&p, arch);
+                let u = async_copy_pipeline(&p, arch)?;
                 let (c, i) = kernel_cycles(arch, &u.trace, 0)?;
                 let bytes = ctas as u64 * tiles as u64 * tile_bytes as u64;
                 let d = format!(

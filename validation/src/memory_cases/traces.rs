@@ -1,79 +1,17 @@
 //! Traces the memory cases need that `gpusim_workloads::ubench` has no generator for yet (a
-//! pointer chase through TMA, a dependent instruction chain, an L1-resident read). They belong in
-//! the workloads crate; they live here until they move.
+//! pointer chase through TMA, a dependent instruction chain, an L1-resident read), written with
+//! the workloads assembler ([`gpusim_workloads::asm`]).
 
 use super::*;
 
-pub(super) fn rg(n: u8) -> RegRange {
-    RegRange::one(Reg::r(n))
-}
-pub(super) fn rr(n: u8, c: u8) -> RegRange {
-    RegRange::new(Reg::r(n), c)
-}
-pub(super) fn urg(n: u8) -> RegRange {
-    RegRange::one(Reg::ur(n))
-}
-pub(super) fn prg(n: u8) -> RegRange {
-    RegRange::one(Reg::p(n))
-}
+use gpusim_workloads::asm::Code;
+pub(super) use gpusim_workloads::asm::{one_kernel, p as prg, r as rg, rr, ur as urg};
 
-/// A small assembler: interns mnemonics, fills operands and the active mask.
-struct Asm<'a> {
-    ops: &'a mut OpTable,
-    b: ProgramBuilder,
-    mask: u32,
-}
-
-impl<'a> Asm<'a> {
-    fn new(ops: &'a mut OpTable, name: &str, mask: u32) -> Self {
-        Asm { ops, b: ProgramBuilder::new(name), mask }
-    }
-    fn make(&mut self, m: &str, dst: &[RegRange], src: &[RegRange]) -> Inst {
-        let mut i = Inst::new(self.ops.intern(m).expect("opcode table has room"));
-        i.mask = self.mask;
-        i.dst[..dst.len()].copy_from_slice(dst);
-        i.src[..src.len()].copy_from_slice(src);
-        i
-    }
-    fn op(&mut self, m: &str, dst: &[RegRange], src: &[RegRange]) -> &mut Self {
-        let i = self.make(m, dst, src);
-        self.b.inst(i);
-        self
-    }
-    fn mem(&mut self, m: &str, dst: &[RegRange], src: &[RegRange], addr: AddrExpr) -> &mut Self {
-        let i = self.make(m, dst, src);
-        let w = self.ops.get(i.op).width.max(1) as i32;
-        self.b.mem_inst(i, addr, Lanes::Stride(w), 0);
-        self
-    }
-    fn bulk(&mut self, m: &str, dst: &[RegRange], src: &[RegRange], addr: AddrExpr, bytes: u32) -> &mut Self {
-        let i = self.make(m, dst, src);
-        let w = self.ops.get(i.op).width.max(1) as i32;
-        self.b.mem_inst(i, addr, Lanes::Stride(w), bytes);
-        self
-    }
-    fn begin(&mut self, n: u32) -> &mut Self {
-        self.b.begin_loop(n).expect("loop depth");
-        self
-    }
-    fn end(&mut self) -> &mut Self {
-        self.b.end_loop().expect("balanced loops");
-        self
-    }
-    fn finish(self) -> Program {
-        self.b.finish().expect("well-formed program")
-    }
-}
-
-pub(super) fn one_kernel(info: KernelInfo, ops: OpTable, programs: Vec<Program>, layout: Vec<u32>) -> Trace {
-    let k = KernelTrace {
-        info,
-        ops,
-        programs: programs.into_iter().map(std::sync::Arc::new).collect(),
-        layout: gpusim_isa::CtaLayout { default: layout, overrides: Default::default() },
-    };
-    k.check().unwrap_or_else(|e| panic!("generated kernel `{}` is malformed: {e}", k.info.name));
-    Trace { kernels: vec![k] }
+/// A program of these traces: an all-zero lane stride is 1 (as these traces always had it).
+fn asm<'a>(ops: &'a mut OpTable, name: &str, mask: u32) -> Code<'a> {
+    let mut c = Code::new(ops, name);
+    c.set_mask(mask).set_min_lane_stride(1);
+    c
 }
 
 /// Shared-memory layout of the TMA chase: the landing buffer at 0, the mbarrier after it.
@@ -98,10 +36,10 @@ const TMA_MBAR: u64 = 128;
 /// ```
 ///
 /// `LatencyPerAccess` as for [`gpusim_workloads::ubench::pointer_chase`]: use the pair `passes`, `passes + 1`.
-pub fn tma_chase(p: &PointerChase, arch: &Arch) -> Trace {
-    p.validate().unwrap_or_else(|e| panic!("tma_chase: {e}"));
+pub fn tma_chase(p: &PointerChase, arch: &Arch) -> Result<Trace, String> {
+    p.validate().map_err(|e| format!("tma_chase: {e}"))?;
     let mut ops = OpTable::new();
-    let mut a = Asm::new(&mut ops, "tma_chase", 1);
+    let mut a = asm(&mut ops, "tma_chase", 1);
     let mbar = AddrExpr::constant(TMA_MBAR);
     a.op("S2R", &[rg(9)], &[]).op("IMAD.MOV.U32", &[rg(6)], &[]).op("R2UR", &[urg(8)], &[rg(6)]);
     a.mem("SYNCS.EXCH.64", &[], &[urg(4)], mbar);
@@ -132,14 +70,16 @@ pub fn tma_chase(p: &PointerChase, arch: &Arch) -> Trace {
     info.regs_per_thread = 16;
     info.smem_bytes = (TMA_MBAR + 8) as u32;
     info.sm_version = arch.compute_capability.max(90);
-    one_kernel(info, ops, vec![prog], vec![0])
+    Ok(one_kernel(info, ops, vec![prog], vec![0]))
 }
 
 /// A dependent chain of `steps` (a multiple of 8) `mnemonic R2 <- R2 R3 R4` in one warp.
-pub fn inst_chain(mnemonic: &str, steps: u32, arch: &Arch) -> Trace {
-    assert!(steps >= 8 && steps.is_multiple_of(8), "steps = {steps} must be a positive multiple of 8");
+pub fn inst_chain(mnemonic: &str, steps: u32, arch: &Arch) -> Result<Trace, String> {
+    if steps < 8 || !steps.is_multiple_of(8) {
+        return Err(format!("inst_chain: steps = {steps} must be a positive multiple of 8"));
+    }
     let mut ops = OpTable::new();
-    let mut a = Asm::new(&mut ops, "chain", u32::MAX);
+    let mut a = asm(&mut ops, "chain", u32::MAX);
     a.op("IMAD.MOV.U32", &[rg(2)], &[]).op("IMAD.MOV.U32", &[rg(3)], &[]).op("IMAD.MOV.U32", &[rg(4)], &[]);
     a.begin(steps / 8);
     for _ in 0..8 {
@@ -152,7 +92,7 @@ pub fn inst_chain(mnemonic: &str, steps: u32, arch: &Arch) -> Trace {
     let mut info = KernelInfo::new(0, "inst_chain", Dim3::ONE, Dim3::new(32, 1, 1));
     info.regs_per_thread = 16;
     info.sm_version = arch.compute_capability;
-    one_kernel(info, ops, vec![prog], vec![0])
+    Ok(one_kernel(info, ops, vec![prog], vec![0]))
 }
 
 /// Threads per CTA of [`l1_read`].
@@ -175,7 +115,7 @@ pub fn l1_read(footprint_bytes: u64, iterations: u32, ctas_per_sm: u32, arch: &A
     let slice = L1_READ_THREADS as u64 * 16;
     let slices = (footprint_bytes / slice).max(1);
     let mut ops = OpTable::new();
-    let mut a = Asm::new(&mut ops, "l1_read", u32::MAX);
+    let mut a = asm(&mut ops, "l1_read", u32::MAX);
     a.op("S2R", &[rg(0)], &[]).op("S2R", &[rg(1)], &[]).op("IMAD", &[rg(0)], &[rg(1), rg(0)]);
     a.op("IMAD.WIDE", &[rr(2, 2)], &[rg(0)]).op("CS2R", &[rr(4, 2)], &[]);
     a.begin(iterations);

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use gpusim_configs::Arch;
 use gpusim_isa::{Dim3, KernelInfo, OpTable, Program, Trace, Var};
 
-use super::asm::{Addr, Affine, Code, kernel, p as pred, r, row_lanes, rr, urr};
+use super::row_lanes;
 use super::{Dtype, Epilogue, GemmProblem, Geom, HopperRecipe, concurrent_ctas, ctas_per_sm, reduce, round_up};
+use crate::asm::{Addr, Affine, Code, assemble, p as pred, r, rr, urr};
 
 /// Everything derived from a recipe and a problem.
 pub(crate) struct Plan {
@@ -301,7 +302,7 @@ pub(crate) fn generate(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Resul
     info.regs_per_thread = pl.regs as u32;
     info.smem_bytes = pl.smem as u32;
     info.sm_version = 90;
-    let mut kernels = vec![kernel(info, ops, programs, default, overrides)?];
+    let mut kernels = vec![assemble(info, ops, programs, default, overrides)?];
     if pl.g.split > 1 {
         kernels.push(reduce::kernel_trace(1, &pl.g, p.dtype, 90)?);
     }

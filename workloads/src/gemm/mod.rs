@@ -119,8 +119,8 @@
 //! checks (sim-core `sm/regalloc.rs`: a consumer waits for the release).
 
 mod ampere;
-mod asm;
 mod hopper;
+pub mod params;
 mod reduce;
 mod select;
 mod twins;
@@ -417,7 +417,8 @@ pub fn smem_bytes(arch: &Arch, p: &GemmProblem, r: &Recipe) -> Result<u32, Strin
     }
 }
 
-/// The parameter names [`recipe_from_params`] accepts for each style.
+/// The parameter names [`recipe_from_params`] accepts for each style ([`params::AMPERE`],
+/// [`params::HOPPER`]).
 pub const AMPERE_PARAMS: &[&str] = &["cta_m", "cta_n", "cta_k", "warp_m", "warp_n", "stages", "split_k", "swizzle"];
 pub const HOPPER_PARAMS: &[&str] = &[
     "cta_m",
@@ -434,75 +435,33 @@ pub const HOPPER_PARAMS: &[&str] = &[
     "epilogue",
 ];
 
-fn parse_u32(key: &str, v: &str) -> Result<u32, String> {
-    let v = v.trim();
-    let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(h) => u32::from_str_radix(h, 16).ok(),
-        None => v.parse().ok(),
-    };
-    parsed.ok_or_else(|| format!("{key} = `{v}`: not a non-negative integer"))
-}
-
-fn parse_bool(key: &str, v: &str) -> Result<bool, String> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        _ => Err(format!("{key} = `{v}`: expected true or false")),
-    }
-}
-
-/// `base` with each `(key, value)` override applied; keys are the recipe's field names
-/// ([`AMPERE_PARAMS`], [`HOPPER_PARAMS`]). Values are checked when the trace is generated.
+/// `base` with each `(key, value)` override applied through the style's parameter table
+/// ([`params::AMPERE`], [`params::HOPPER`]); values are range-checked here, and checked against
+/// the problem and the chip when the trace is generated.
 pub fn recipe_from_params(base: Recipe, params: &[(String, String)]) -> Result<Recipe, String> {
     let mut r = base;
-    for (k, v) in params {
-        let key = k.trim();
-        match &mut r {
-            Recipe::Ampere(a) => {
-                let x = parse_u32(key, v);
-                match key {
-                    "cta_m" => a.cta_m = x?,
-                    "cta_n" => a.cta_n = x?,
-                    "cta_k" => a.cta_k = x?,
-                    "warp_m" => a.warp_m = x?,
-                    "warp_n" => a.warp_n = x?,
-                    "stages" => a.stages = x?,
-                    "split_k" => a.split_k = x?,
-                    "swizzle" => a.swizzle = x?,
-                    _ => {
-                        return Err(format!(
-                            "unknown parameter `{key}` of the ampere recipe; valid: {}",
-                            AMPERE_PARAMS.join(", ")
-                        ));
-                    }
-                }
-            }
-            Recipe::Hopper(h) => match key {
-                "cta_m" => h.cta_m = parse_u32(key, v)?,
-                "cta_n" => h.cta_n = parse_u32(key, v)?,
-                "cta_k" => h.cta_k = parse_u32(key, v)?,
-                "stages" => h.stages = parse_u32(key, v)?,
-                "consumers" => h.consumers = parse_u32(key, v)?,
-                "cluster_m" => h.cluster_m = parse_u32(key, v)?,
-                "cluster_n" => h.cluster_n = parse_u32(key, v)?,
-                "multicast" => h.multicast = parse_bool(key, v)?,
-                "persistent" => h.persistent = parse_bool(key, v)?,
-                "raster_swizzle" => h.raster_swizzle = parse_u32(key, v)?,
-                "split_k" => h.split_k = parse_u32(key, v)?,
-                "epilogue" => {
-                    h.epilogue = Epilogue::parse(v)
-                        .ok_or_else(|| format!("epilogue = `{v}`: expected tma-store, shared-store or direct"))?
-                }
-                _ => {
-                    return Err(format!(
-                        "unknown parameter `{key}` of the hopper recipe; valid: {}",
-                        HOPPER_PARAMS.join(", ")
-                    ));
-                }
-            },
-        }
+    match &mut r {
+        Recipe::Ampere(a) => crate::params::apply("ampere recipe", params::AMPERE, params, a)?,
+        Recipe::Hopper(h) => crate::params::apply("hopper recipe", params::HOPPER, params, h)?,
     }
     Ok(r)
+}
+
+/// The problem of `s`, the recipe (tuned for it, then `overrides` applied) and its trace.
+pub fn generate_spec(
+    arch: &Arch,
+    s: &params::GemmSpec,
+    overrides: &[(String, String)],
+) -> Result<(Trace, GemmProblem, Recipe), String> {
+    let p = GemmProblem { m: s.m, n: s.n, k: s.k, batch: s.batch, dtype: s.dtype, block_scaled: s.block_scaled };
+    p.validate()?;
+    let base = match s.recipe {
+        None => default_recipe(arch, &p),
+        Some(style) => tuned_recipe(arch, &p, style),
+    };
+    let r = recipe_from_params(base, overrides)?;
+    let t = generate(arch, &p, &r).map_err(|e| format!("{r}: {e}"))?;
+    Ok((t, p, r))
 }
 
 /// The steady-state instructions one warp of a role issues per k-iteration (one stage of
@@ -738,35 +697,37 @@ impl Geom {
     }
 }
 
-/// Rounds `x` up to a multiple of `unit`.
-pub(crate) fn round_up(x: u64, unit: u64) -> u64 {
-    x.div_ceil(unit.max(1)) * unit.max(1)
+pub(crate) use crate::asm::round_up;
+
+/// Lane offsets of a warp copying rows of `row_bytes` bytes (a power of two from 16 to 512) in
+/// 16-byte chunks: lane `l` takes chunk `l % cpr` of row `l / cpr`, rows `pitch` bytes apart.
+pub(crate) fn row_lanes(row_bytes: u64, pitch: u64) -> Vec<i64> {
+    let cpr = (row_bytes / 16).max(1);
+    (0..32u64).map(|l| ((l / cpr) * pitch + (l % cpr) * 16) as i64).collect()
 }
 
 /// CTAs of one kernel that fit on an SM by warps, threads, CTA slots, registers (per sub-core, in
-/// the allocation unit) and shared memory: the CUDA occupancy calculator's rules.
+/// the allocation unit) and shared memory: [`gpusim_configs::occupancy`] (the simulator's own
+/// calculator), 0 where no CTA fits.
 pub(crate) fn ctas_per_sm(arch: &Arch, threads: u64, regs: u64, smem: u64) -> u64 {
-    let sm = &arch.sm;
-    let warps = threads.div_ceil(32);
-    let by_warps = sm.max_warps as u64 / warps.max(1);
-    let by_threads = sm.max_threads as u64 / threads.max(1);
-    let rpw = round_up(regs.max(1) * 32, sm.register_alloc_unit as u64);
-    let sub = sm.sub_cores.max(1) as u64;
-    let by_regs = ((sm.registers as u64 / sub) / rpw) * sub / warps.max(1);
-    let smem_cta = round_up(smem, sm.shared_mem_alloc_unit.0.max(1)) + sm.shared_mem_reserved_per_cta.0;
-    let by_smem = sm.shared_mem_per_sm.0 / smem_cta.max(1);
-    by_warps.min(by_threads).min(sm.max_ctas as u64).min(by_regs).min(by_smem)
+    let (Ok(threads), Ok(regs), Ok(smem)) = (u32::try_from(threads), u32::try_from(regs), u32::try_from(smem)) else {
+        return 0;
+    };
+    let mut k =
+        gpusim_isa::KernelInfo::new(0, "occupancy", gpusim_isa::Dim3::ONE, gpusim_isa::Dim3::new(threads, 1, 1));
+    k.regs_per_thread = regs;
+    k.smem_bytes = smem;
+    gpusim_configs::occupancy::occupancy(arch, &k).map_or(0, |o| o.ctas_per_sm as u64)
 }
 
-/// CTAs that run at once: clusters of `cluster` CTAs are placed within one GPC (SM `s` of `n`
-/// belongs to GPC `s·gpcs/n`, as the simulator spreads them).
+/// CTAs that run at once: clusters of `cluster` CTAs are placed within one GPC
+/// ([`gpusim_configs::Sm::gpc_of`], as the simulator spreads them).
 pub(crate) fn concurrent_ctas(arch: &Arch, per_sm: u64, cluster: u64) -> u64 {
-    let sms = arch.sm.count as u64;
-    let gpcs = (arch.sm.gpcs as u64).clamp(1, sms.max(1));
+    let sms = arch.sm.count;
     let cluster = cluster.max(1);
-    (0..gpcs)
+    (0..arch.sm.gpcs_clamped())
         .map(|g| {
-            let n = (0..sms).filter(|&s| s * gpcs / sms == g).count() as u64;
+            let n = (0..sms).filter(|&s| arch.sm.gpc_of(s) == g).count() as u64;
             (n * per_sm / cluster) * cluster
         })
         .sum()

@@ -17,7 +17,7 @@ use gpusim_isa::{Dim3, KernelInfo, KernelTrace, OpTable, Var};
 
 use super::Dtype;
 use super::Geom;
-use super::asm::{Addr, Code, kernel, r, rr};
+use crate::asm::{Addr, Code, assemble, r, rr};
 
 pub(crate) fn kernel_trace(id: u32, g: &Geom, dtype: Dtype, sm: u32) -> Result<KernelTrace, String> {
     let mut ops = OpTable::new();
@@ -56,5 +56,5 @@ pub(crate) fn kernel_trace(id: u32, g: &Geom, dtype: Dtype, sm: u32) -> Result<K
     info.regs_per_thread = (8 + 4 * g.split as u32 + 8).div_ceil(8) * 8;
     info.sm_version = sm;
     info.deps = vec![id - 1];
-    kernel(info, ops, vec![prog], vec![0; 8], BTreeMap::new())
+    assemble(info, ops, vec![prog], vec![0; 8], BTreeMap::new())
 }

@@ -25,8 +25,9 @@ use std::collections::BTreeMap;
 
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Trace};
 
-use super::asm::{Code, info, kernel, p as pred, r};
 use super::{Measure, UbenchTrace};
+use crate::WorkloadError;
+use crate::asm::{Code, info, kernel, p as pred, r};
 
 /// Parameters of [`shared_bank_conflicts`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +51,7 @@ impl Default for SharedBanks {
 }
 
 impl SharedBanks {
-    /// Checks the parameters; [`shared_bank_conflicts`] panics with this message.
+    /// Checks the parameters; [`shared_bank_conflicts`] returns this message as its error.
     pub fn validate(&self) -> Result<(), String> {
         if !self.ways.is_power_of_two() || self.ways > 32 {
             return Err(format!("ways = {} must be 1, 2, 4, 8, 16 or 32", self.ways));
@@ -75,12 +76,15 @@ impl SharedBanks {
 /// The bank-conflict trace: kernel 0 with `ways`-way conflicts (`Measure::Cycles` of it), kernel 1
 /// its conflict-free twin.
 ///
-/// # Panics
+/// # Errors
 /// When [`SharedBanks::validate`] fails.
-pub fn shared_bank_conflicts(p: &SharedBanks) -> UbenchTrace {
-    if let Err(e) = p.validate() {
-        panic!("shared_bank_conflicts: {e}");
-    }
+pub fn shared_bank_conflicts(p: &SharedBanks) -> Result<UbenchTrace, WorkloadError> {
+    p.validate().map_err(|e| WorkloadError(format!("shared_bank_conflicts: {e}")))?;
+    Ok(build(p))
+}
+
+/// [`shared_bank_conflicts`] of checked parameters.
+fn build(p: &SharedBanks) -> UbenchTrace {
     let op = if p.store { "sts" } else { "lds" };
     let kernels = [p.ways, 1]
         .into_iter()

@@ -28,10 +28,11 @@
 
 use std::collections::BTreeMap;
 
-use gpusim_isa::{AddrExpr, Dim3, Inst, Lanes, MemRef, OpTable, Program, Step, Trace, Var};
+use gpusim_isa::{AddrExpr, Dim3, OpTable, Trace, Var};
 
-use super::asm::{info, kernel, r, round_up, rr};
 use super::{Measure, UbenchTrace};
+use crate::WorkloadError;
+use crate::asm::{Code, info, kernel, r, round_up, rr};
 
 /// Parameters of [`pointer_chase`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +86,7 @@ impl Default for PointerChase {
 }
 
 impl PointerChase {
-    /// Checks the parameters; [`pointer_chase`] panics with this message when they are invalid.
+    /// Checks the parameters; [`pointer_chase`] returns this message as its error.
     pub fn validate(&self) -> Result<(), String> {
         if self.stride_bytes < 8 || !self.stride_bytes.is_multiple_of(8) {
             return Err(format!("stride_bytes = {} must be a multiple of 8 (a pointer)", self.stride_bytes));
@@ -199,58 +200,41 @@ impl SplitMix64 {
 /// divide them by `accesses`: run the two traces of [`pointer_chase_pair`] and take
 /// `(cycles₂ − cycles₁) / extra`.
 ///
-/// # Panics
+/// # Errors
 /// When [`PointerChase::validate`] fails.
-pub fn pointer_chase(p: &PointerChase) -> UbenchTrace {
-    if let Err(e) = p.validate() {
-        panic!("pointer_chase: {e}");
-    }
+pub fn pointer_chase(p: &PointerChase) -> Result<UbenchTrace, WorkloadError> {
+    p.validate().map_err(|e| WorkloadError(format!("pointer_chase: {e}")))?;
+    Ok(build(p))
+}
+
+/// [`pointer_chase`] of checked parameters.
+fn build(p: &PointerChase) -> UbenchTrace {
     let chain = p.chain();
     let k = chain.len() as u64;
     let mut ops = OpTable::new();
     let load = if p.bypass_l1 { "LDG.E.64.STRONG.GPU" } else { "LDG.E.64" };
-    let mut mk = |m: &str, dst: &[gpusim_isa::RegRange], src: &[gpusim_isa::RegRange]| {
-        let mut i = Inst::new(ops.intern(m).expect("room"));
-        i.mask = 1;
-        i.dst[..dst.len()].copy_from_slice(dst);
-        i.src[..src.len()].copy_from_slice(src);
-        i
-    };
-    // Built directly rather than through ProgramBuilder: every address is distinct, so the
-    // expression table is already in first-use order (the canonical form) without deduplication.
-    let mut prog = Program { name: "chase".into(), ..Program::default() };
-    prog.steps.push(Step::Inst(mk("IMAD.MOV.U32", &[r(2)], &[])));
-    prog.steps.push(Step::Inst(mk("IMAD.MOV.U32", &[r(3)], &[])));
-    prog.steps.push(Step::Inst(mk("LDC.64", &[rr(4, 2)], &[])));
-    let pass_at = prog.steps.len();
-    prog.steps.push(Step::Loop { count: p.passes + 1, end: 0 });
+    let mut c = Code::new(&mut ops, "chase");
+    c.set_mask(1);
+    c.op("IMAD.MOV.U32", &[r(2)], &[]).op("IMAD.MOV.U32", &[r(3)], &[]).op("LDC.64", &[rr(4, 2)], &[]);
+    c.begin(p.passes + 1);
     let windows = p.windows();
-    let window_at = prog.steps.len();
     if windows > 1 {
-        prog.steps.push(Step::Loop { count: windows as u32, end: 0 });
+        c.begin(windows as u32);
     }
     let window_bytes = (p.steps() * p.stride_bytes) as i64;
-    let ld = mk(load, &[rr(2, 2)], &[rr(2, 2)]);
+    // Every address is distinct, so the builder's expression table is one entry per load.
     for &e in &chain {
-        let mut i = ld;
-        i.mem = Some(MemRef { addr: prog.exprs.len() as u32, lanes: Lanes::Stride(8), bulk_bytes: 0 });
         let a = AddrExpr::constant(p.base_address + e * p.stride_bytes);
-        prog.exprs.push(if windows > 1 { a.with(Var::Loop(1), window_bytes) } else { a });
-        prog.steps.push(Step::Inst(i));
+        let a = if windows > 1 { a.with(Var::Loop(1), window_bytes) } else { a };
+        c.mem_stride(load, &[rr(2, 2)], &[rr(2, 2)], a, 8);
     }
     if windows > 1 {
-        let end = prog.steps.len() as u32;
-        prog.steps[window_at] = Step::Loop { count: windows as u32, end };
-        prog.steps.push(Step::EndLoop { start: window_at as u32 });
+        c.end();
     }
-    let end = prog.steps.len() as u32;
-    prog.steps[pass_at] = Step::Loop { count: p.passes + 1, end };
-    prog.steps.push(Step::EndLoop { start: pass_at as u32 });
-    let mut st = mk("STG.E.64", &[], &[rr(4, 2), rr(2, 2)]);
-    st.mem = Some(MemRef { addr: prog.exprs.len() as u32, lanes: Lanes::Stride(8), bulk_bytes: 0 });
-    prog.exprs.push(AddrExpr::constant(p.sink_address()));
-    prog.steps.push(Step::Inst(st));
-    prog.steps.push(Step::Inst(mk("EXIT", &[], &[])));
+    c.end();
+    c.mem_stride("STG.E.64", &[], &[rr(4, 2), rr(2, 2)], AddrExpr::constant(p.sink_address()), 8);
+    c.op("EXIT", &[], &[]);
+    let prog = c.finish();
 
     let kinfo = info(0, "pointer_chase", Dim3::ONE, Dim3::ONE, 8, 0, 0);
     let kt = kernel(kinfo, ops, vec![prog], vec![0], BTreeMap::new());
@@ -284,10 +268,10 @@ pub fn pointer_chase(p: &PointerChase) -> UbenchTrace {
 /// accesses in the second (`accesses_per_pass`). Simulate both; the latency of one dependent access is
 /// `(cycles₂ − cycles₁) / extra`, free of launch, warm-up and drain overheads.
 ///
-/// # Panics
+/// # Errors
 /// When [`PointerChase::validate`] fails.
-pub fn pointer_chase_pair(p: &PointerChase) -> (UbenchTrace, UbenchTrace, u64) {
-    let first = pointer_chase(p);
-    let second = pointer_chase(&PointerChase { passes: p.passes + 1, ..p.clone() });
-    (first, second, p.accesses_per_pass())
+pub fn pointer_chase_pair(p: &PointerChase) -> Result<(UbenchTrace, UbenchTrace, u64), WorkloadError> {
+    let first = pointer_chase(p)?;
+    let second = pointer_chase(&PointerChase { passes: p.passes.saturating_add(1), ..p.clone() })?;
+    Ok((first, second, p.accesses_per_pass()))
 }

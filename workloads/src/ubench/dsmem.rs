@@ -35,8 +35,9 @@ use std::collections::BTreeMap;
 
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Program, Trace, Var};
 
-use super::asm::{Code, info, kernel, r, rr};
 use super::{Measure, UbenchTrace};
+use crate::WorkloadError;
+use crate::asm::{Code, info, kernel, r, rr};
 
 /// Bytes of the window per CTA rank.
 pub use gpusim_isa::opcode::CLUSTER_SHARED_RANK_STRIDE;
@@ -69,7 +70,7 @@ impl Default for Dsmem {
 }
 
 impl Dsmem {
-    /// Checks the parameters; [`dsmem_latency`] panics with this message.
+    /// Checks the parameters; [`dsmem_latency`] returns this message as its error.
     pub fn validate(&self) -> Result<(), String> {
         if !(2..=16).contains(&self.cluster_size) {
             return Err(format!("cluster_size = {} must be between 2 and 16", self.cluster_size));
@@ -89,12 +90,15 @@ impl Dsmem {
 /// the chain. `Measure::LatencyPerAccess { accesses: steps }`; as for the pointer chase, take the
 /// difference of two runs ([`dsmem_latency_pair`]) to cancel launch and set-up.
 ///
-/// # Panics
+/// # Errors
 /// When [`Dsmem::validate`] fails.
-pub fn dsmem_latency(p: &Dsmem) -> UbenchTrace {
-    if let Err(e) = p.validate() {
-        panic!("dsmem_latency: {e}");
-    }
+pub fn dsmem_latency(p: &Dsmem) -> Result<UbenchTrace, WorkloadError> {
+    p.validate().map_err(|e| WorkloadError(format!("dsmem_latency: {e}")))?;
+    Ok(build(p))
+}
+
+/// [`dsmem_latency`] of checked parameters.
+fn build(p: &Dsmem) -> UbenchTrace {
     let mut ops = OpTable::new();
     let chaser = chase_program(p, &mut ops);
     let idle = idle_program(&mut ops);
@@ -124,10 +128,14 @@ pub fn dsmem_latency(p: &Dsmem) -> UbenchTrace {
 
 /// Two DSMEM traces, the second with twice the steps, and the extra steps (`p.steps`).
 ///
-/// # Panics
+/// # Errors
 /// When [`Dsmem::validate`] fails.
-pub fn dsmem_latency_pair(p: &Dsmem) -> (UbenchTrace, UbenchTrace, u64) {
-    (dsmem_latency(p), dsmem_latency(&Dsmem { steps: 2 * p.steps, ..p.clone() }), p.steps)
+pub fn dsmem_latency_pair(p: &Dsmem) -> Result<(UbenchTrace, UbenchTrace, u64), WorkloadError> {
+    let steps = p
+        .steps
+        .checked_mul(2)
+        .ok_or_else(|| WorkloadError(format!("dsmem_latency: steps = {} is too large", p.steps)))?;
+    Ok((dsmem_latency(p)?, dsmem_latency(&Dsmem { steps, ..p.clone() })?, p.steps))
 }
 
 /// Generic address of the buffer of CTA `rank`.
@@ -150,7 +158,8 @@ fn chase_program(p: &Dsmem, ops: &mut OpTable) -> Program {
     let chain = BUFFER / STRIDE;
     c.set_mask(1);
     c.op("PRMT", &[r(3)], &[r(3), r(0)]).op("IMAD.MOV.U32", &[r(6)], &[]);
-    c.begin((p.steps / chain) as u32).begin(chain as u32);
+    c.begin((p.steps / chain) as u32);
+    c.begin(chain as u32);
     if p.generic {
         let target = if p.remote { 1 } else { 0 };
         let addr = AddrExpr::constant(window(target)).with(Var::Loop(1), STRIDE as i64);

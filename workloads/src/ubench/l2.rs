@@ -32,8 +32,9 @@ use std::collections::BTreeMap;
 use gpusim_configs::Arch;
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Trace, Var};
 
-use super::asm::{Code, info, kernel, p as pred, r, rr};
 use super::{Measure, UbenchTrace};
+use crate::WorkloadError;
+use crate::asm::{Code, info, kernel, p as pred, r, rr};
 
 /// Parameters of [`l2_read`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,7 +98,7 @@ impl L2Read {
         64 / self.width_bytes
     }
 
-    /// Checks the parameters; [`l2_read`] panics with this message.
+    /// Checks the parameters; [`l2_read`] returns this message as its error.
     pub fn validate(&self) -> Result<(), String> {
         if self.width_bytes != 8 && self.width_bytes != 16 {
             return Err(format!("width_bytes = {} must be 8 or 16", self.width_bytes));
@@ -136,12 +137,15 @@ impl L2Read {
 /// `Measure::Bandwidth` is the bytes it reads. `arch` gives the compute capability only: the grid
 /// is RRZE's, independent of the chip.
 ///
-/// # Panics
+/// # Errors
 /// When [`L2Read::validate`] fails.
-pub fn l2_read(p: &L2Read, arch: &Arch) -> UbenchTrace {
-    if let Err(e) = p.validate() {
-        panic!("l2_read: {e}");
-    }
+pub fn l2_read(p: &L2Read, arch: &Arch) -> Result<UbenchTrace, WorkloadError> {
+    p.validate().map_err(|e| WorkloadError(format!("l2_read: {e}")))?;
+    Ok(build(p, arch))
+}
+
+/// [`l2_read`] of checked parameters.
+fn build(p: &L2Read, arch: &Arch) -> UbenchTrace {
     let block_run = p.block_run() as u32;
     let reps = p.reps() as u32;
     let mut kernels = Vec::new();

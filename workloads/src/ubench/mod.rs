@@ -15,15 +15,14 @@
 //! documentation shows the SASS it emits. [`by_name`] builds them from `key=value` parameters
 //! (the CLI's `gpusim trace ubench`).
 //!
-//! Parameter structs have `Default`s and a `validate` method; the generator functions panic on
-//! parameters `validate` rejects, [`by_name`] returns its message instead.
+//! Parameter structs have `Default`s, a `validate` method and a parameter table ([`params`]);
+//! the generator functions return `validate`'s message as a [`crate::WorkloadError`].
 
-mod asm;
 mod banks;
 mod chase;
 mod dsmem;
 mod l2;
-mod params;
+pub mod params;
 mod pipeline;
 mod stream;
 
@@ -88,5 +87,14 @@ pub const NAMES: &[&str] = &[
 /// `pointer-chase` gives one trace (with `passes` timed passes); for the latency, build it with
 /// `passes` = P and P + 1 and difference the cycles, as [`pointer_chase_pair`] does.
 pub fn by_name(name: &str, params: &[(String, String)], arch: &Arch) -> Result<UbenchTrace, String> {
-    params::build(name, params, arch)
+    if !NAMES.contains(&name) {
+        return Err(format!("unknown microbenchmark `{name}`; valid names: {}", NAMES.join(", ")));
+    }
+    let g = crate::registry::find(name)?.generate(params, arch)?;
+    Ok(UbenchTrace {
+        trace: g.trace,
+        description: g.description,
+        measure: g.measure.unwrap_or(Measure::Cycles),
+        timed_kernel: g.timed_kernel,
+    })
 }

@@ -53,8 +53,9 @@ use std::collections::BTreeMap;
 use gpusim_configs::Arch;
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Program, Trace, Var};
 
-use super::asm::{Code, info, kernel, p as pred, r, rr, sb, ur};
 use super::{Measure, UbenchTrace};
+use crate::WorkloadError;
+use crate::asm::{Code, info, kernel, p as pred, r, rr, sb, ur};
 
 /// How tiles move from global to shared memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,7 +127,7 @@ impl CopyPipeline {
         }
     }
 
-    /// Checks the parameters against `arch`; [`async_copy_pipeline`] panics with this message.
+    /// Checks the parameters against `arch`; [`async_copy_pipeline`] returns this message as its error.
     pub fn validate(&self, arch: &Arch) -> Result<(), String> {
         if !(1..=8).contains(&self.stages) {
             return Err(format!("stages = {} must be between 1 and 8", self.stages));
@@ -193,12 +194,15 @@ struct TileRef {
 
 /// The copy-pipeline trace: one kernel, `Measure::Cycles` of it.
 ///
-/// # Panics
+/// # Errors
 /// When [`CopyPipeline::validate`] fails.
-pub fn async_copy_pipeline(p: &CopyPipeline, arch: &Arch) -> UbenchTrace {
-    if let Err(e) = p.validate(arch) {
-        panic!("async_copy_pipeline: {e}");
-    }
+pub fn async_copy_pipeline(p: &CopyPipeline, arch: &Arch) -> Result<UbenchTrace, WorkloadError> {
+    p.validate(arch).map_err(|e| WorkloadError(format!("async_copy_pipeline: {e}")))?;
+    Ok(build(p, arch))
+}
+
+/// [`async_copy_pipeline`] of checked parameters.
+fn build(p: &CopyPipeline, arch: &Arch) -> UbenchTrace {
     let ctas = p.ctas.unwrap_or(arch.sm.count);
     let warps = (p.threads_per_cta / 32) as usize;
     let mut ops = OpTable::new();

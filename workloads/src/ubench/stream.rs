@@ -36,8 +36,9 @@ use std::collections::BTreeMap;
 use gpusim_configs::Arch;
 use gpusim_isa::{AddrExpr, Dim3, OpTable, Program, RegRange, Trace, Var};
 
-use super::asm::{Code, info, kernel, p as pred_reg, r, round_up, rr};
 use super::{Measure, UbenchTrace};
+use crate::WorkloadError;
+use crate::asm::{Code, info, kernel, p as pred_reg, r, round_up, rr};
 
 /// Which STREAM kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +153,7 @@ impl Stream {
         round_up(self.bytes_per_array, 2 << 20)
     }
 
-    /// Checks the parameters against `arch`; [`stream`] panics with this message.
+    /// Checks the parameters against `arch`; [`stream`] returns this message as its error.
     pub fn validate(&self, arch: &Arch) -> Result<(), String> {
         let t = self.threads_per_cta;
         if t == 0 || t > 1024 || !t.is_multiple_of(32) {
@@ -219,12 +220,15 @@ pub fn two_cta_spoiler(arch: &Arch) -> u32 {
 /// The STREAM kernel `p.kind` on `arch`: one kernel, `Measure::Bandwidth` with the bytes read
 /// plus written (STREAM's and RRZE's convention).
 ///
-/// # Panics
+/// # Errors
 /// When [`Stream::validate`] fails.
-pub fn stream(p: &Stream, arch: &Arch) -> UbenchTrace {
-    if let Err(e) = p.validate(arch) {
-        panic!("stream: {e}");
-    }
+pub fn stream(p: &Stream, arch: &Arch) -> Result<UbenchTrace, WorkloadError> {
+    p.validate(arch).map_err(|e| WorkloadError(format!("stream: {e}")))?;
+    Ok(build(p, arch))
+}
+
+/// [`stream`] of checked parameters.
+fn build(p: &Stream, arch: &Arch) -> UbenchTrace {
     let grid = p.grid(arch) as u64;
     let threads = p.threads_per_cta as u64;
     let warps = threads / 32;
