@@ -246,3 +246,40 @@ fn generators_are_reached_by_name_and_list_their_parameters() {
     );
     fails_with(&["trace", "gemm", "--n", "8", "--k", "8", "-o", a.to_str().unwrap()], &["--m"]);
 }
+
+/// A trace of `n` small kernels on one stream, the last cut off inside its program.
+fn truncated_trace(n: usize) -> String {
+    let kernel = |i: usize| {
+        format!(
+            "kernel k{i}\n  grid 4 1 1\n  block 64 1 1\n  program p\n    loop 50\n      FFMA R8 <- R5 R6 R8\n    end\n    EXIT\n  end\n  warps 0..1 p\nend\n"
+        )
+    };
+    let mut s = "gpusim-trace 1\n".to_string();
+    for i in 0..n - 1 {
+        s += &kernel(i);
+    }
+    let last = kernel(n - 1);
+    s += &last[..last.find("EXIT").unwrap()];
+    s
+}
+
+#[test]
+fn a_run_that_stops_part_way_keeps_every_kernel_that_finished() {
+    for n in [2usize, 3] {
+        let dir = std::env::temp_dir();
+        let trace = dir.join(format!("gpusim-truncated-{n}.trace"));
+        let json = dir.join(format!("gpusim-truncated-{n}.json"));
+        std::fs::write(&trace, truncated_trace(n)).unwrap();
+        let _ = std::fs::remove_file(&json);
+        let o = gpusim(&["run", "--arch", "a100-sxm4-80gb", "--json", json.to_str().unwrap(), trace.to_str().unwrap()]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("the kernels that finished before the error"), "{err}");
+        assert!(err.contains(trace.file_name().unwrap().to_str().unwrap()), "the error names the file: {err}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let names: Vec<&str> = v["kernels"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
+        let expect: Vec<String> = (0..n - 1).map(|i| format!("k{i}")).collect();
+        assert_eq!(names, expect, "every kernel before the truncated one is kept");
+        assert_eq!(v["memory_model"], "partial");
+    }
+}

@@ -302,9 +302,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 }
             }
             if next == u64::MAX {
-                if current.is_none()
-                    && let Some(kind) = self.deferred.take()
-                {
+                if let Some(kind) = self.deferred.take() {
                     return Err(self.fail(kind));
                 }
                 return Err(self.watchdog(now));
@@ -483,7 +481,10 @@ impl<'a, O: Observer> Engine<'a, O> {
                 }
                 return Ok(None);
             }
-            Err(t) => return Err(self.fail(SimErrorKind::Trace(t))),
+            Err(t) => {
+                self.break_kernel(kidx, SimErrorKind::Trace(t));
+                return Ok(None);
+            }
         };
         let k = &mut self.kernels[kidx];
         k.sync_ops(ks.ops(), self.arch);
@@ -494,9 +495,24 @@ impl<'a, O: Observer> Engine<'a, O> {
                 cta.warps.len(),
                 k.occupancy.warps_per_cta
             );
-            return Err(self.fail(SimErrorKind::Launch { kernel: self.kernels[kidx].info.name.clone(), reason }));
+            let kernel = self.kernels[kidx].info.name.clone();
+            self.break_kernel(kidx, SimErrorKind::Launch { kernel, reason });
+            return Ok(None);
         }
         Ok(Some(cta))
+    }
+
+    /// Kernel `kidx` cannot go on (its trace is malformed or truncated): it gets no more CTAs and
+    /// never finishes. The error is raised once the other kernels have run as far as they can,
+    /// so that every kernel that can finish is in the partial report.
+    fn break_kernel(&mut self, kidx: usize, kind: SimErrorKind) {
+        let k = &mut self.kernels[kidx];
+        k.broken = true;
+        k.source_done = true;
+        self.feeds[kidx].cluster_buf.clear();
+        if self.deferred.is_none() {
+            self.deferred = Some(kind);
+        }
     }
 
     /// Launches `cta` of `kidx` on SM `sm`.

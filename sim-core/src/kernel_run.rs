@@ -61,6 +61,8 @@ pub struct KernelRun {
     pub ctas_done: u64,
     /// Whether every CTA has been pulled from the trace.
     pub source_done: bool,
+    /// The trace of the kernel failed part-way: it gets no more CTAs and never finishes.
+    pub broken: bool,
     /// Earliest cycle CTAs may launch (dependencies plus launch overhead); `None` while a
     /// dependency is still running.
     pub launchable_at: Option<u64>,
@@ -90,6 +92,7 @@ impl KernelRun {
             ctas_dispatched: 0,
             ctas_done: 0,
             source_done: false,
+            broken: false,
             launchable_at: None,
             gated_by: None,
             sm_resident: vec![(0, 0); sms],
@@ -115,6 +118,6 @@ impl KernelRun {
     }
 
     pub fn finished(&self) -> bool {
-        self.source_done && self.ctas_done == self.ctas_dispatched
+        self.source_done && !self.broken && self.ctas_done == self.ctas_dispatched
     }
 }
