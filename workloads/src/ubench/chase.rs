@@ -28,7 +28,7 @@
 
 use std::collections::BTreeMap;
 
-use gpusim_isa::{AddrExpr, Dim3, Inst, Lanes, MemRef, OpTable, Program, Step, Trace, Var};
+use gpusim_isa::{AddrExpr, Dim3, Inst, Lanes, MemRef, OpTable, Program, Step, Trace, TripCount, Var};
 
 use super::asm::{info, kernel, r, round_up, rr};
 use super::{Measure, UbenchTrace};
@@ -223,11 +223,11 @@ pub fn pointer_chase(p: &PointerChase) -> UbenchTrace {
     prog.steps.push(Step::Inst(mk("IMAD.MOV.U32", &[r(3)], &[])));
     prog.steps.push(Step::Inst(mk("LDC.64", &[rr(4, 2)], &[])));
     let pass_at = prog.steps.len();
-    prog.steps.push(Step::Loop { count: p.passes + 1, end: 0 });
+    prog.steps.push(Step::Loop { count: TripCount::Fixed(p.passes + 1), end: 0 });
     let windows = p.windows();
     let window_at = prog.steps.len();
     if windows > 1 {
-        prog.steps.push(Step::Loop { count: windows as u32, end: 0 });
+        prog.steps.push(Step::Loop { count: TripCount::Fixed(windows as u32), end: 0 });
     }
     let window_bytes = (p.steps() * p.stride_bytes) as i64;
     let ld = mk(load, &[rr(2, 2)], &[rr(2, 2)]);
@@ -240,11 +240,11 @@ pub fn pointer_chase(p: &PointerChase) -> UbenchTrace {
     }
     if windows > 1 {
         let end = prog.steps.len() as u32;
-        prog.steps[window_at] = Step::Loop { count: windows as u32, end };
+        prog.steps[window_at] = Step::Loop { count: TripCount::Fixed(windows as u32), end };
         prog.steps.push(Step::EndLoop { start: window_at as u32 });
     }
     let end = prog.steps.len() as u32;
-    prog.steps[pass_at] = Step::Loop { count: p.passes + 1, end };
+    prog.steps[pass_at] = Step::Loop { count: TripCount::Fixed(p.passes + 1), end };
     prog.steps.push(Step::EndLoop { start: pass_at as u32 });
     let mut st = mk("STG.E.64", &[], &[rr(4, 2), rr(2, 2)]);
     st.mem = Some(MemRef { addr: prog.exprs.len() as u32, lanes: Lanes::Stride(8), bulk_bytes: 0 });
