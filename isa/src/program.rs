@@ -440,6 +440,11 @@ impl ProgramBuilder {
         ProgramBuilder { prog: Program { name: name.into(), ..Program::default() }, ..ProgramBuilder::default() }
     }
 
+    /// Number of parameters added so far.
+    pub fn num_params(&self) -> usize {
+        self.prog.params.len()
+    }
+
     /// Current loop depth (0 outside any loop).
     pub fn depth(&self) -> usize {
         self.open.len()
