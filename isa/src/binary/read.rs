@@ -160,8 +160,11 @@ impl<R: Read> BinParser<R> {
     /// variables; later: a varint over all [`NUM_VARS`]).
     fn coefs(&mut self, coef: &mut [i64; NUM_VARS]) -> Res<()> {
         let at = self.pos;
-        let bits =
-            if self.version == 1 { self.byte("an expression's variable bitmap")? as u64 } else { self.uv("a variable bitmap")? };
+        let bits = if self.version == 1 {
+            self.byte("an expression's variable bitmap")? as u64
+        } else {
+            self.uv("a variable bitmap")?
+        };
         if bits >> NUM_VARS != 0 {
             return Err(self.err(Invalid, at, format!("variable bitmap {bits:#x} names unknown variables")));
         }

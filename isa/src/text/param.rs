@@ -76,7 +76,8 @@ impl P<'_> {
     fn word(&mut self) -> &str {
         self.ws();
         let st = self.i;
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || matches!(self.s[self.i], b'_' | b'.')) {
+        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || matches!(self.s[self.i], b'_' | b'.'))
+        {
             self.i += 1;
         }
         std::str::from_utf8(&self.s[st..self.i]).unwrap_or("")
@@ -87,8 +88,9 @@ impl P<'_> {
         let neg = self.eat(b'-');
         let w = self.word().to_string();
         // Parsed as u64 and wrapped, so `-9223372036854775808` reads back.
-        let v = if let Some(h) = w.strip_prefix("0x") { u64::from_str_radix(h, 16).ok() } else { w.parse::<u64>().ok() }
-            .map(|v| v as i64);
+        let v =
+            if let Some(h) = w.strip_prefix("0x") { u64::from_str_radix(h, 16).ok() } else { w.parse::<u64>().ok() }
+                .map(|v| v as i64);
         match v {
             Some(v) => Ok(if neg { v.wrapping_neg() } else { v }),
             None => Err((st, format!("bad integer `{}{w}`", if neg { "-" } else { "" }))),

@@ -185,7 +185,10 @@ impl<R: BufRead> TextParser<R> {
             return Err(self.err_tok(
                 Unsupported,
                 1,
-                format!("trace format version {v} is not supported (this reader reads versions 1 to {})", super::VERSION),
+                format!(
+                    "trace format version {v} is not supported (this reader reads versions 1 to {})",
+                    super::VERSION
+                ),
             ));
         }
         Ok(())
@@ -261,7 +264,11 @@ impl<R: BufRead> TextParser<R> {
                         return Err(self.err_tok(Unsupported, 0, format!("more than {MAX_PARAMS} parameters")));
                     }
                     if self.tok(1) != format!("p{k}") {
-                        return Err(self.err_tok(Syntax, 1, format!("expected `p{k}`: parameters are defined in order")));
+                        return Err(self.err_tok(
+                            Syntax,
+                            1,
+                            format!("expected `p{k}`: parameters are defined in order"),
+                        ));
                     }
                     let t = &self.toks[3];
                     let rhs = &self.text[t.start..self.toks.last().map_or(t.end, |l| l.end)];
@@ -274,20 +281,21 @@ impl<R: BufRead> TextParser<R> {
                 }
                 Some("loop") => {
                     self.expect_len(2, "loop COUNT")?;
-                    let count = if let Some(k) = self.bare(1).and_then(|t| t.strip_prefix('p')).filter(|s| !s.is_empty()) {
-                        match k.parse::<u8>() {
-                            Ok(k) if (k as usize) < params.len() => TripCount::Param(k),
-                            _ => {
-                                return Err(self.err_tok(
-                                    Invalid,
-                                    1,
-                                    format!("loop count `{}` is not a defined parameter", self.tok(1)),
-                                ));
+                    let count =
+                        if let Some(k) = self.bare(1).and_then(|t| t.strip_prefix('p')).filter(|s| !s.is_empty()) {
+                            match k.parse::<u8>() {
+                                Ok(k) if (k as usize) < params.len() => TripCount::Param(k),
+                                _ => {
+                                    return Err(self.err_tok(
+                                        Invalid,
+                                        1,
+                                        format!("loop count `{}` is not a defined parameter", self.tok(1)),
+                                    ));
+                                }
                             }
-                        }
-                    } else {
-                        TripCount::Fixed(self.u32_at(1)?)
-                    };
+                        } else {
+                            TripCount::Fixed(self.u32_at(1)?)
+                        };
                     if st.open.len() >= MAX_LOOP_DEPTH {
                         return Err(self.err_tok(Unsupported, 0, format!("loops nest deeper than {MAX_LOOP_DEPTH}")));
                     }
@@ -311,7 +319,14 @@ impl<R: BufRead> TextParser<R> {
                 _ => self.parse_inst(&mut st, ops)?,
             }
         }
-        let p = Program { name: name.clone(), steps: st.steps, exprs: st.exprs, lane_offsets: st.lane_offsets, params, tables };
+        let p = Program {
+            name: name.clone(),
+            steps: st.steps,
+            exprs: st.exprs,
+            lane_offsets: st.lane_offsets,
+            params,
+            tables,
+        };
         check_program(&p, ops.len()).map_err(|e| self.err(Invalid, start, 1, format!("program `{name}`: {e}")))?;
         Ok((name, Arc::new(p)))
     }
