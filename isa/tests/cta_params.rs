@@ -220,3 +220,15 @@ fn version_1_writer_refuses_params_and_old_traces_stay_version_1() {
     let old = text::read_trace("f", include_str!("fixtures/stream_copy_small.trace")).unwrap();
     assert!(text::to_string(&old).unwrap().starts_with("gpusim-trace 1\n"));
 }
+
+/// Regenerates the fuzz seeds of the binary reader from the text seeds (run with
+/// `cargo test -p gpusim-isa --test cta_params -- --ignored`).
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus");
+    for (name, src) in [("causal", CAUSAL), ("varlen", VARLEN)] {
+        let t = text::read_trace(name, src).unwrap();
+        std::fs::write(format!("{root}/binary_reader/{name}.bin"), binary::to_bytes(&t).unwrap()).unwrap();
+    }
+}
