@@ -113,10 +113,20 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
                 let info = ks.info().clone();
                 let mut ctas = 0u64;
                 let mut dynamic = 0u64;
+                // Saturated: the true total is at least `dynamic`.
+                let mut saturated = false;
                 while let Some(c) = ks.next_cta()? {
                     ctas += 1;
-                    dynamic += c.warps.iter().map(|p| p.dynamic_len()).sum::<u64>();
+                    for (w, p) in c.warps.iter().enumerate() {
+                        let n = p.dynamic_len_for(c.coord.as_array(), w as u32);
+                        saturated |= n == u64::MAX;
+                        dynamic = dynamic.checked_add(n).unwrap_or_else(|| {
+                            saturated = true;
+                            u64::MAX
+                        });
+                    }
                 }
+                let dynamic = if saturated { format!("≥{}", thousands(dynamic)) } else { thousands(dynamic) };
                 println!(
                     "kernel {} `{}`: grid {} block {} cluster {}, {} regs, {} B smem, stream {}, {} CTAs, {} warp instructions, {} opcodes",
                     info.id,
@@ -128,7 +138,7 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
                     info.smem_bytes,
                     info.stream,
                     thousands(ctas),
-                    thousands(dynamic),
+                    dynamic,
                     ks.ops().len()
                 );
                 let unknown: Vec<&str> =

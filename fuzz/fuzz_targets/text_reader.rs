@@ -32,6 +32,21 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(t) = text::read_trace("fuzz.trace", s) {
         for k in &t.kernels {
             k.check().expect("accepted kernels are well formed");
+            // Per-CTA parameters evaluate without panicking, and a cursor issues what
+            // `dynamic_len_for` counts (bounded walks).
+            for c in 0..k.info.num_ctas().min(4) {
+                let cta = k.cta(c);
+                for (w, p) in cta.warps.iter().enumerate().take(4) {
+                    let n = p.dynamic_len_for(cta.coord.as_array(), w as u32);
+                    let mut cur = gpusim_isa::Cursor::new(p, cta.coord.as_array(), w as u32);
+                    let mut walked = 0u64;
+                    while walked <= 10_000 && cur.peek(p).is_some() {
+                        cur.advance();
+                        walked += 1;
+                    }
+                    assert!(walked == n || (walked > 10_000 && n > 10_000));
+                }
+            }
         }
         let again = text::to_string(&t).expect("accepted traces can be written");
         assert_eq!(text::read_trace("again", &again).expect("written traces read back"), t);

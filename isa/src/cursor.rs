@@ -3,7 +3,7 @@
 //! A cursor is a few words of plain data (no allocation), so the simulator keeps one per warp
 //! slot and advances it as the warp issues.
 
-use crate::program::{Inst, Lanes, MAX_LOOP_DEPTH, NUM_VARS, Program, Step, Var};
+use crate::program::{Inst, Lanes, MAX_LOOP_DEPTH, MAX_PARAMS, NUM_VARS, PARAM_BASE, Program, Step, Var};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct LoopFrame {
@@ -22,11 +22,21 @@ pub struct Cursor {
     frames: [LoopFrame; MAX_LOOP_DEPTH],
     /// Values of `cta.x, cta.y, cta.z, warp` (loop variables are filled in on evaluation).
     fixed: [i64; 4],
+    /// Values of the program's parameters `p0..p7` for this CTA and warp.
+    params: [i64; MAX_PARAMS],
 }
 
 impl Cursor {
-    pub fn new(cta: [u32; 3], warp: u32) -> Cursor {
-        Cursor { fixed: [cta[0] as i64, cta[1] as i64, cta[2] as i64, warp as i64], ..Cursor::default() }
+    /// A cursor at the start of `prog` for warp `warp` of CTA `cta`; evaluates the program's
+    /// per-CTA parameters.
+    pub fn new(prog: &Program, cta: [u32; 3], warp: u32) -> Cursor {
+        let params = if prog.params.is_empty() { [0; MAX_PARAMS] } else { prog.eval_params(cta, warp) };
+        Cursor { fixed: [cta[0] as i64, cta[1] as i64, cta[2] as i64, warp as i64], params, ..Cursor::default() }
+    }
+
+    /// The parameter values `p0..p7` (unused ones 0).
+    pub fn params(&self) -> &[i64; MAX_PARAMS] {
+        &self.params
     }
 
     /// The next instruction to issue, without moving. Skips loop markers (entering zero-trip
@@ -37,12 +47,13 @@ impl Cursor {
             match prog.steps.get(self.pc as usize)? {
                 Step::Inst(i) => return Some(i),
                 Step::Loop { count, end } => {
-                    if *count == 0 {
+                    let count = count.resolve(&self.params);
+                    if count == 0 {
                         self.pc = end + 1;
                     } else {
                         // Program::check guarantees depth < MAX_LOOP_DEPTH here.
                         let d = self.depth as usize;
-                        self.frames[d] = LoopFrame { start: self.pc, iter: 0, count: *count };
+                        self.frames[d] = LoopFrame { start: self.pc, iter: 0, count };
                         self.depth += 1;
                         self.pc += 1;
                     }
@@ -73,6 +84,7 @@ impl Cursor {
     pub fn vars(&self) -> [i64; NUM_VARS] {
         let mut v = [0i64; NUM_VARS];
         v[..4].copy_from_slice(&self.fixed);
+        v[PARAM_BASE..].copy_from_slice(&self.params);
         for d in 0..self.depth as usize {
             v[Var::Loop(d as u8).index()] = self.frames[d].iter as i64;
         }
@@ -137,7 +149,7 @@ mod tests {
         let p = b.finish().unwrap();
         assert_eq!(p.dynamic_len(), 1 + 6 + 1);
 
-        let mut c = Cursor::new([2, 0, 0], 0);
+        let mut c = Cursor::new(&p, [2, 0, 0], 0);
         let mut seen = Vec::new();
         while let Some(i) = c.peek(&p) {
             let i = *i;

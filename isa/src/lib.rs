@@ -31,6 +31,6 @@ pub use cursor::Cursor;
 pub use error::{Location, TraceError, TraceErrorKind};
 pub use kernel::{CtaLayout, CtaTrace, Dim3, KernelInfo, KernelTrace, OpTable, Trace};
 pub use opcode::{MemSpace, OpDesc, Semantics, TensorShape, TensorType, UnitClass};
-pub use program::{AddrExpr, Inst, Lanes, MemRef, OpId, Program, ProgramBuilder, Step, Var};
+pub use program::{AddrExpr, CtaParam, Inst, Lanes, MemRef, OpId, Program, ProgramBuilder, Step, TripCount, Var};
 pub use reg::{Reg, RegRange};
 pub use source::{BufferedKernel, KernelSource, MemKernelSource, MemTraceSource, TraceSource};

@@ -5,13 +5,22 @@
 //! and CTAs that differ only in base addresses share it. The simulator walks the program with a
 //! [`crate::cursor::Cursor`] and evaluates addresses only when an instruction issues.
 
+use std::sync::Arc;
+
 use crate::reg::RegRange;
 
 /// Maximum loop nesting depth. Loop counters are the variables `i0` (outermost) .. `i3`.
 pub const MAX_LOOP_DEPTH: usize = 4;
 
-/// Number of variables an address expression may depend on.
-pub const NUM_VARS: usize = 4 + MAX_LOOP_DEPTH;
+/// Maximum number of per-CTA parameters of a program (`p0`..`p7`).
+pub const MAX_PARAMS: usize = 8;
+
+/// Number of variables an address expression may depend on: `cta.x, cta.y, cta.z, warp`,
+/// the loop counters `i0..i3`, then the parameters `p0..p7` (in this index order).
+pub const NUM_VARS: usize = 4 + MAX_LOOP_DEPTH + MAX_PARAMS;
+
+/// Index of `p0` in a variable vector.
+pub const PARAM_BASE: usize = 4 + MAX_LOOP_DEPTH;
 
 /// A variable of an address expression.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -24,11 +33,29 @@ pub enum Var {
     Warp,
     /// `i0`..`i3`: iteration counters of the enclosing loops, outermost first.
     Loop(u8),
+    /// `p0`..`p7`: the program's per-CTA parameters ([`CtaParam`]).
+    Param(u8),
 }
 
 impl Var {
-    pub const ALL: [Var; NUM_VARS] =
-        [Var::CtaX, Var::CtaY, Var::CtaZ, Var::Warp, Var::Loop(0), Var::Loop(1), Var::Loop(2), Var::Loop(3)];
+    pub const ALL: [Var; NUM_VARS] = [
+        Var::CtaX,
+        Var::CtaY,
+        Var::CtaZ,
+        Var::Warp,
+        Var::Loop(0),
+        Var::Loop(1),
+        Var::Loop(2),
+        Var::Loop(3),
+        Var::Param(0),
+        Var::Param(1),
+        Var::Param(2),
+        Var::Param(3),
+        Var::Param(4),
+        Var::Param(5),
+        Var::Param(6),
+        Var::Param(7),
+    ];
 
     pub const fn index(self) -> usize {
         match self {
@@ -37,6 +64,7 @@ impl Var {
             Var::CtaZ => 2,
             Var::Warp => 3,
             Var::Loop(d) => 4 + d as usize,
+            Var::Param(k) => PARAM_BASE + k as usize,
         }
     }
 
@@ -50,6 +78,14 @@ impl Var {
             Var::Loop(1) => "i1",
             Var::Loop(2) => "i2",
             Var::Loop(_) => "i3",
+            Var::Param(0) => "p0",
+            Var::Param(1) => "p1",
+            Var::Param(2) => "p2",
+            Var::Param(3) => "p3",
+            Var::Param(4) => "p4",
+            Var::Param(5) => "p5",
+            Var::Param(6) => "p6",
+            Var::Param(_) => "p7",
         }
     }
 
@@ -129,13 +165,122 @@ impl Inst {
     }
 }
 
+/// How often a loop runs.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum TripCount {
+    /// The same count for every CTA and warp.
+    Fixed(u32),
+    /// The value of parameter `p<k>` of the warp's CTA, clamped to `[0, u32::MAX]`.
+    Param(u8),
+}
+
+impl TripCount {
+    /// The trip count given the evaluated parameters (`params[k]` is `p<k>`).
+    #[inline]
+    pub fn resolve(self, params: &[i64; MAX_PARAMS]) -> u32 {
+        match self {
+            TripCount::Fixed(n) => n,
+            TripCount::Param(k) => params[k as usize % MAX_PARAMS].clamp(0, u32::MAX as i64) as u32,
+        }
+    }
+}
+
+/// A per-CTA parameter `p<k>` of a program, evaluated once per warp when its cursor is created:
+///
+/// 1. `s = offset + Σ coef[v]·v` over `cta.x, cta.y, cta.z, warp` and the *earlier* parameters
+///    `p0..p(k-1)` (wrapping 64-bit arithmetic; loop counters may not appear),
+/// 2. `q = floor(s / div)` (toward −∞, `div ≥ 1`),
+/// 3. `c = clamp(q, lo, hi)`,
+/// 4. with a table `t`: `tables[t][clamp(c, 0, len-1)]`, else `c`.
+///
+/// Evaluation never panics, whatever the field values. `min` and `max` of two values follow by
+/// chaining: with `p0 = a` and `p1 = b`, `p2 = p0 - clamp(p0 - p1, 0, ∞)` is `min(a, b)`, and
+/// `p2 = p0 + clamp(p1 - p0, 0, ∞)` is `max(a, b)`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct CtaParam {
+    pub offset: i64,
+    /// Coefficients indexed like [`Var::index`]; only `cta.*`, `warp` and earlier params may be
+    /// non-zero.
+    pub coef: [i64; NUM_VARS],
+    pub div: i64,
+    pub lo: i64,
+    pub hi: i64,
+    /// Index into [`Program::tables`].
+    pub table: Option<u32>,
+}
+
+impl Default for CtaParam {
+    fn default() -> Self {
+        CtaParam { offset: 0, coef: [0; NUM_VARS], div: 1, lo: i64::MIN, hi: i64::MAX, table: None }
+    }
+}
+
+impl CtaParam {
+    /// A parameter equal to `offset` (then refined with [`CtaParam::with`] and the fields).
+    pub fn constant(offset: i64) -> CtaParam {
+        CtaParam { offset, ..CtaParam::default() }
+    }
+
+    pub fn with(mut self, v: Var, coef: i64) -> CtaParam {
+        self.coef[v.index()] = coef;
+        self
+    }
+
+    /// Evaluates the parameter; `vars` holds `cta.*`, `warp` and the earlier parameters at their
+    /// [`Var::index`] (other entries are multiplied by their coefficient too, which
+    /// [`Program::check`] requires to be 0).
+    pub fn eval(&self, vars: &[i64; NUM_VARS], tables: &[Arc<[i64]>]) -> i64 {
+        let mut s = self.offset;
+        for (c, v) in self.coef.iter().zip(vars) {
+            s = s.wrapping_add(c.wrapping_mul(*v));
+        }
+        let q = s.div_euclid(self.div.max(1));
+        let c = q.max(self.lo).min(self.hi);
+        match self.table.and_then(|t| tables.get(t as usize)) {
+            Some(t) if !t.is_empty() => t[c.clamp(0, t.len() as i64 - 1) as usize],
+            _ => c,
+        }
+    }
+
+    /// Checks the parameter as the `k`-th of a program with `num_tables` tables.
+    pub fn check(&self, k: usize, num_tables: usize, tables: &[Arc<[i64]>]) -> Result<(), String> {
+        for v in Var::ALL {
+            if self.coef[v.index()] == 0 {
+                continue;
+            }
+            match v {
+                Var::Loop(_) => return Err(format!("p{k} uses loop counter {}", v.name())),
+                Var::Param(j) if j as usize >= k => {
+                    return Err(format!("p{k} uses {} which is not defined before it", v.name()));
+                }
+                _ => {}
+            }
+        }
+        if self.div < 1 {
+            return Err(format!("p{k}: divisor {} is not at least 1", self.div));
+        }
+        if self.lo > self.hi {
+            return Err(format!("p{k}: clamp range [{}, {}] is empty", self.lo, self.hi));
+        }
+        if let Some(t) = self.table {
+            if t as usize >= num_tables {
+                return Err(format!("p{k}: table {t} does not exist"));
+            }
+            if tables[t as usize].is_empty() {
+                return Err(format!("p{k}: table {t} is empty"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One step of a program.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Step {
     Inst(Inst),
     /// Repeat the steps up to the matching `EndLoop` (at index `end`) `count` times.
     Loop {
-        count: u32,
+        count: TripCount,
         end: u32,
     },
     /// Closes the loop that starts at index `start`.
@@ -151,21 +296,54 @@ pub struct Program {
     pub steps: Vec<Step>,
     pub exprs: Vec<AddrExpr>,
     pub lane_offsets: Vec<i64>,
+    /// Per-CTA parameters `p0..`, evaluated in order ([`CtaParam`]); at most [`MAX_PARAMS`].
+    pub params: Vec<CtaParam>,
+    /// Lookup tables the parameters refer to (shared between the programs of a kernel).
+    pub tables: Vec<Arc<[i64]>>,
 }
 
 impl Program {
-    /// Number of warp instructions one execution of the program issues (loops expanded).
+    /// The parameter values `p0..p7` of a warp (unused ones 0).
+    pub fn eval_params(&self, cta: [u32; 3], warp: u32) -> [i64; MAX_PARAMS] {
+        let mut vars = [0i64; NUM_VARS];
+        vars[0] = cta[0] as i64;
+        vars[1] = cta[1] as i64;
+        vars[2] = cta[2] as i64;
+        vars[3] = warp as i64;
+        for (k, p) in self.params.iter().take(MAX_PARAMS).enumerate() {
+            vars[PARAM_BASE + k] = p.eval(&vars, &self.tables);
+        }
+        let mut out = [0i64; MAX_PARAMS];
+        out.copy_from_slice(&vars[PARAM_BASE..]);
+        out
+    }
+
+    /// Whether some loop's trip count depends on a parameter.
+    pub fn has_param_loops(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Step::Loop { count: TripCount::Param(_), .. }))
+    }
+
+    /// Number of warp instructions one execution of the program issues (loops expanded,
+    /// saturating). For programs with parameter-dependent loops this is the count of CTA
+    /// (0,0,0), warp 0; use [`Program::dynamic_len_for`] for a particular warp.
     pub fn dynamic_len(&self) -> u64 {
-        fn walk(steps: &[Step], mut i: usize, end: usize) -> u64 {
+        self.dynamic_len_for([0, 0, 0], 0)
+    }
+
+    /// Number of warp instructions the warp `warp` of CTA `cta` issues (saturating).
+    pub fn dynamic_len_for(&self, cta: [u32; 3], warp: u32) -> u64 {
+        let params = if self.params.is_empty() { [0; MAX_PARAMS] } else { self.eval_params(cta, warp) };
+        fn walk(steps: &[Step], mut i: usize, end: usize, params: &[i64; MAX_PARAMS]) -> u64 {
             let mut n = 0u64;
             while i < end {
                 match steps[i] {
                     Step::Inst(_) => {
-                        n += 1;
+                        n = n.saturating_add(1);
                         i += 1;
                     }
                     Step::Loop { count, end: e } => {
-                        n = n.saturating_add(walk(steps, i + 1, e as usize).saturating_mul(count as u64));
+                        let c = count.resolve(params) as u64;
+                        n = n.saturating_add(walk(steps, i + 1, e as usize, params).saturating_mul(c));
                         i = e as usize + 1;
                     }
                     Step::EndLoop { .. } => i += 1,
@@ -173,17 +351,38 @@ impl Program {
             }
             n
         }
-        walk(&self.steps, 0, self.steps.len())
+        walk(&self.steps, 0, self.steps.len(), &params)
     }
 
     /// Checks the structural invariants that readers and builders must guarantee: loops are
     /// balanced and nest at most [`MAX_LOOP_DEPTH`] deep, every `MemRef` points inside `exprs`
     /// and `lane_offsets`. Returns a description of the first violation.
     pub fn check(&self) -> Result<(), String> {
+        if self.params.len() > MAX_PARAMS {
+            return Err(format!("{} parameters, at most {MAX_PARAMS} allowed", self.params.len()));
+        }
+        if let Some(t) = self.tables.iter().position(|t| t.is_empty()) {
+            return Err(format!("table {t} is empty"));
+        }
+        for (k, p) in self.params.iter().enumerate() {
+            p.check(k, self.tables.len(), &self.tables)?;
+        }
+        for (i, e) in self.exprs.iter().enumerate() {
+            for k in self.params.len()..MAX_PARAMS {
+                if e.coef[PARAM_BASE + k] != 0 {
+                    return Err(format!("address expression {i} uses undefined parameter p{k}"));
+                }
+            }
+        }
         let mut stack: Vec<usize> = Vec::new();
         for (i, s) in self.steps.iter().enumerate() {
             match *s {
-                Step::Loop { end, .. } => {
+                Step::Loop { end, count } => {
+                    if let TripCount::Param(k) = count
+                        && k as usize >= self.params.len()
+                    {
+                        return Err(format!("step {i}: loop count uses undefined parameter p{k}"));
+                    }
                     stack.push(i);
                     if stack.len() > MAX_LOOP_DEPTH {
                         return Err(format!("step {i}: loops nest deeper than {MAX_LOOP_DEPTH}"));
@@ -241,6 +440,11 @@ impl ProgramBuilder {
         ProgramBuilder { prog: Program { name: name.into(), ..Program::default() }, ..ProgramBuilder::default() }
     }
 
+    /// Number of parameters added so far.
+    pub fn num_params(&self) -> usize {
+        self.prog.params.len()
+    }
+
     /// Current loop depth (0 outside any loop).
     pub fn depth(&self) -> usize {
         self.open.len()
@@ -286,8 +490,42 @@ impl ProgramBuilder {
             return Err(format!("loops nest deeper than {MAX_LOOP_DEPTH}"));
         }
         self.open.push(self.prog.steps.len());
-        self.prog.steps.push(Step::Loop { count, end: 0 });
+        self.prog.steps.push(Step::Loop { count: TripCount::Fixed(count), end: 0 });
         Ok(self)
+    }
+
+    /// Opens a loop that runs `p<p>` times; fails when nesting would exceed
+    /// [`MAX_LOOP_DEPTH`] or the parameter is not defined yet.
+    pub fn begin_loop_param(&mut self, p: u8) -> Result<&mut Self, String> {
+        if p as usize >= self.prog.params.len() {
+            return Err(format!("loop count p{p} is not defined"));
+        }
+        if self.open.len() >= MAX_LOOP_DEPTH {
+            return Err(format!("loops nest deeper than {MAX_LOOP_DEPTH}"));
+        }
+        self.open.push(self.prog.steps.len());
+        self.prog.steps.push(Step::Loop { count: TripCount::Param(p), end: 0 });
+        Ok(self)
+    }
+
+    /// Adds the next parameter and returns its index `k` (`p<k>`).
+    pub fn add_param(&mut self, p: CtaParam) -> Result<u8, String> {
+        let k = self.prog.params.len();
+        if k >= MAX_PARAMS {
+            return Err(format!("more than {MAX_PARAMS} parameters"));
+        }
+        p.check(k, self.prog.tables.len(), &self.prog.tables)?;
+        self.prog.params.push(p);
+        Ok(k as u8)
+    }
+
+    /// Adds a lookup table (shared, not copied) and returns its index for [`CtaParam::table`].
+    pub fn add_table(&mut self, t: Arc<[i64]>) -> u32 {
+        if let Some(i) = self.prog.tables.iter().position(|x| Arc::ptr_eq(x, &t)) {
+            return i as u32;
+        }
+        self.prog.tables.push(t);
+        self.prog.tables.len() as u32 - 1
     }
 
     pub fn end_loop(&mut self) -> Result<&mut Self, String> {

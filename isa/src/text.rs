@@ -33,6 +33,7 @@ use crate::source::{KernelSource, TraceSource};
 pub(crate) mod common;
 mod inst;
 mod lex;
+mod param;
 mod parse;
 pub(crate) mod stream;
 mod write;
@@ -40,7 +41,9 @@ mod write;
 pub use write::TextWriter;
 
 /// The format version this module reads and writes.
-pub const VERSION: u32 = 1;
+/// Version 2 adds per-CTA parameters, tables and parameter loops; a trace that uses none of
+/// them is written as version 1, and readers read both.
+pub const VERSION: u32 = 2;
 /// The first word of every text trace.
 pub const MAGIC: &str = parse::MAGIC;
 
@@ -84,7 +87,8 @@ pub fn read_trace(name: &str, text: &str) -> Result<Trace, TraceError> {
 /// Writes a whole trace in the text form. Fails with [`io::ErrorKind::InvalidInput`] when a
 /// kernel is not well formed (see [`TextWriter::write_kernel`]).
 pub fn write_trace<W: Write + ?Sized>(trace: &Trace, out: &mut W) -> io::Result<()> {
-    let mut w = TextWriter::new(out)?;
+    let v = if trace.kernels.iter().any(write::kernel_needs_v2) { VERSION } else { 1 };
+    let mut w = TextWriter::with_version(out, v)?;
     for k in &trace.kernels {
         w.write_kernel(k)?;
     }

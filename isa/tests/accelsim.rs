@@ -41,7 +41,7 @@ fn tb(coord: (u32, u32, u32), warps: &[&[&str]]) -> String {
 fn walk(k: &KernelTrace, cta: u64, w: usize) -> Vec<(String, u32, Option<[u64; 32]>)> {
     let c = k.cta(cta);
     let p: &Program = &c.warps[w];
-    let mut cur = Cursor::new(c.coord.as_array(), w as u32);
+    let mut cur = Cursor::new(p, c.coord.as_array(), w as u32);
     let mut out = Vec::new();
     while let Some(i) = cur.peek(p) {
         let i = *i;

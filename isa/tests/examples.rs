@@ -24,7 +24,7 @@ fn walk(k: &KernelTrace, mut f: impl FnMut(u64, u32, &str, u32, Option<&[u64; 32
     for c in 0..k.info.num_ctas() {
         let cta = k.cta(c);
         for (w, p) in cta.warps.iter().enumerate() {
-            let mut cur = Cursor::new(cta.coord.as_array(), w as u32);
+            let mut cur = Cursor::new(p, cta.coord.as_array(), w as u32);
             let mut addrs = [0u64; 32];
             while let Some(i) = cur.peek(p) {
                 let i = *i;

@@ -55,3 +55,21 @@ proptest! {
         prop_assert_eq!(&streamed(&mut binary::BinaryReader::from_reader("s", &b[..])), &want);
     }
 }
+
+/// The generator does produce version-2 content (so the round trip above exercises it).
+#[test]
+fn generator_makes_params_tables_and_param_loops() {
+    let (mut params, mut tables, mut loops) = (0, 0, 0);
+    for seed in 0..200u32 {
+        let tape: Vec<u32> = (0..1500u32)
+            .map(|i| i.wrapping_mul(2654435761).wrapping_add(seed.wrapping_mul(40503)) ^ (i >> 3))
+            .collect();
+        let trace = common::trace(&mut common::Tape::new(&tape));
+        for p in trace.kernels.iter().flat_map(|k| k.programs.iter()) {
+            params += p.params.len();
+            tables += p.tables.len();
+            loops += p.has_param_loops() as usize;
+        }
+    }
+    assert!(params > 0 && tables > 0 && loops > 0, "params {params} tables {tables} param loops {loops}");
+}

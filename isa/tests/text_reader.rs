@@ -97,7 +97,7 @@ fn reads_the_fixture() {
 fn magic_and_version() {
     check("", Truncated, 1, 1, "empty");
     check("# only a comment\n\n", Truncated, 1, 1, "empty");
-    check("gpusim-trace 2\n", Unsupported, 1, 14, "version 2");
+    check("gpusim-trace 3\n", Unsupported, 1, 14, "version 3");
     check("  # c\ngpusim-trace x\n", Syntax, 2, 14, "bad number");
     check("kernel k\n", Syntax, 1, 1, "not a gpusim text trace");
     check("gpusim-trace 1 extra\n", Syntax, 1, 16, "unexpected `extra`");

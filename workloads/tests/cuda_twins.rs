@@ -294,7 +294,7 @@ fn program_kloop(p: &Program, k: &KernelTrace, role: Role) -> Option<(Mix, usize
         match *s {
             Step::Loop { count, end } => {
                 stack.push(mult);
-                mult = mult.saturating_mul(count as u64);
+                mult = mult.saturating_mul(count.resolve(&p.eval_params([0, 0, 0], 0)) as u64);
                 loops.push((i, end as usize, mult));
             }
             Step::EndLoop { .. } => mult = stack.pop().expect("balanced"),
@@ -321,7 +321,7 @@ fn program_kloop(p: &Program, k: &KernelTrace, role: Role) -> Option<(Mix, usize
         match *s {
             Step::Loop { count, .. } => {
                 stack.push(mult);
-                mult *= count as u64;
+                mult *= count.resolve(&p.eval_params([0, 0, 0], 0)) as u64;
             }
             Step::EndLoop { .. } => mult = stack.pop().expect("balanced"),
             Step::Inst(i) => *mix.entry(k.ops.get(i.op).mnemonic.clone()).or_default() += mult,
@@ -391,7 +391,7 @@ fn copy_bytes(k: &KernelTrace, p: &Program, a: usize) -> u64 {
         match *s {
             Step::Loop { count, .. } => {
                 stack.push(mult);
-                mult *= count as u64;
+                mult *= count.resolve(&p.eval_params([0, 0, 0], 0)) as u64;
             }
             Step::EndLoop { .. } => mult = stack.pop().expect("balanced"),
             Step::Inst(i) => {

@@ -45,7 +45,7 @@ struct Dyn {
 fn run_warp(k: &KernelTrace, cta: u64, w: usize) -> Vec<Dyn> {
     let c = k.cta(cta);
     let prog = &c.warps[w];
-    let mut cur = Cursor::new(c.coord.as_array(), w as u32);
+    let mut cur = Cursor::new(prog, c.coord.as_array(), w as u32);
     let mut out = Vec::new();
     while let Some(i) = cur.peek(prog) {
         let i = *i;

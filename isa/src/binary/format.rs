@@ -2,14 +2,18 @@
 
 /// The first 8 bytes of every binary trace.
 pub const MAGIC: &[u8; 8] = b"GPUSIMTB";
-/// The format version this module reads and writes (a little-endian u32 after the magic).
-pub const VERSION: u32 = 1;
+/// The format version this module writes (a little-endian u32 after the magic). Version 2 adds
+/// per-CTA parameters, tables and parameter loop counts; readers also read version 1.
+pub const VERSION: u32 = 2;
+/// The oldest version readers accept.
+pub const MIN_VERSION: u32 = 1;
 
 pub(crate) const TAG_END_TRACE: u8 = 0x00;
 pub(crate) const TAG_KERNEL: u8 = 0x01;
 pub(crate) const TAG_CTA: u8 = 0x02;
 pub(crate) const TAG_END_KERNEL: u8 = 0x03;
 
+pub(crate) const STEP_LOOP_PARAM: u8 = 0xFD;
 pub(crate) const STEP_LOOP: u8 = 0xFE;
 pub(crate) const STEP_END_LOOP: u8 = 0xFF;
 

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use super::format::*;
 use crate::error::{Location, TraceError, TraceErrorKind};
 use crate::kernel::{Dim3, KernelInfo, OpTable};
-use crate::program::{AddrExpr, Inst, Lanes, MAX_LOOP_DEPTH, MemRef, NUM_VARS, Program, Step};
+use crate::program::{
+    AddrExpr, CtaParam, Inst, Lanes, MAX_LOOP_DEPTH, MAX_PARAMS, MemRef, NUM_VARS, Program, Step, TripCount,
+};
 use crate::reg::{Reg, RegRange};
 use crate::text::common::{check_block, check_cluster, check_grid, check_loop_vars, check_program, check_reg_range};
 use crate::text::stream::{KernelHead, Parser, Section};
@@ -24,6 +26,8 @@ pub(crate) struct BinParser<R> {
     num_ctas: u64,
     warps: u32,
     kernel_programs: usize,
+    /// Format version of the input (set by the header).
+    version: u32,
 }
 
 type Res<T> = Result<T, TraceError>;
@@ -38,6 +42,7 @@ impl<R: Read> BinParser<R> {
             done: false,
             in_kernel: false,
             last_cta: None,
+            version: VERSION,
             num_ctas: 0,
             warps: 0,
             kernel_programs: 0,
@@ -140,12 +145,33 @@ impl<R: Read> BinParser<R> {
             *b = self.byte("the format version")?;
         }
         let v = u32::from_le_bytes(v);
-        if v != VERSION {
+        if !(MIN_VERSION..=VERSION).contains(&v) {
             return Err(self.err(
                 Unsupported,
                 MAGIC.len() as u64,
-                format!("binary trace format version {v} is not supported (this reader reads version {VERSION})"),
+                format!("binary trace format version {v} is not supported (this reader reads versions {MIN_VERSION} to {VERSION})"),
             ));
+        }
+        self.version = v;
+        Ok(())
+    }
+
+    /// A coefficient bitmap and the non-zero coefficients (version 1: a byte over the first 8
+    /// variables; later: a varint over all [`NUM_VARS`]).
+    fn coefs(&mut self, coef: &mut [i64; NUM_VARS]) -> Res<()> {
+        let at = self.pos;
+        let bits = if self.version == 1 {
+            self.byte("an expression's variable bitmap")? as u64
+        } else {
+            self.uv("a variable bitmap")?
+        };
+        if bits >> NUM_VARS != 0 {
+            return Err(self.err(Invalid, at, format!("variable bitmap {bits:#x} names unknown variables")));
+        }
+        for (v, c) in coef.iter_mut().enumerate() {
+            if bits & (1 << v) != 0 {
+                *c = self.zz("a coefficient")?;
+            }
         }
         Ok(())
     }
@@ -196,18 +222,41 @@ impl<R: Read> BinParser<R> {
         let mut exprs = Vec::with_capacity(n.min(MAX_PREALLOC));
         for _ in 0..n {
             let mut e = AddrExpr::constant(self.uv("an expression base")?);
-            let bits = self.byte("an expression's variable bitmap")?;
-            for v in 0..NUM_VARS {
-                if bits & (1 << v) != 0 {
-                    e.coef[v] = self.zz("a coefficient")?;
-                }
-            }
+            self.coefs(&mut e.coef)?;
             exprs.push(e);
         }
         let n = self.u32v("a lane offset count")? as usize;
         let mut lane_offsets = Vec::with_capacity(n.min(MAX_PREALLOC));
         for _ in 0..n {
             lane_offsets.push(self.zz("a lane offset")?);
+        }
+        let mut tables: Vec<Arc<[i64]>> = Vec::new();
+        let mut params = Vec::new();
+        if self.version >= 2 {
+            let n = self.u32v("a table count")? as usize;
+            for _ in 0..n {
+                let len = self.u32v("a table length")? as usize;
+                let mut t = Vec::with_capacity(len.min(MAX_PREALLOC));
+                for _ in 0..len {
+                    t.push(self.zz("a table entry")?);
+                }
+                tables.push(t.into());
+            }
+            let at = self.pos;
+            let n = self.u32v("a parameter count")? as usize;
+            if n > MAX_PARAMS {
+                return Err(self.err(Unsupported, at, format!("{n} parameters, at most {MAX_PARAMS} allowed")));
+            }
+            for _ in 0..n {
+                let mut q = CtaParam::constant(self.zz("a parameter offset")?);
+                self.coefs(&mut q.coef)?;
+                q.div = self.zz("a parameter divisor")?;
+                q.lo = self.zz("a parameter lower bound")?;
+                q.hi = self.zz("a parameter upper bound")?;
+                let t = self.uv("a parameter table")?;
+                q.table = if t == 0 { None } else { Some(u32::try_from(t - 1).unwrap_or(u32::MAX)) };
+                params.push(q);
+            }
         }
         let n = self.u32v("a step count")? as usize;
         let mut steps = Vec::with_capacity(n.min(MAX_PREALLOC));
@@ -222,7 +271,18 @@ impl<R: Read> BinParser<R> {
                         return Err(self.err(Unsupported, at, format!("loops nest deeper than {MAX_LOOP_DEPTH}")));
                     }
                     open.push(steps.len());
-                    steps.push(Step::Loop { count, end: 0 });
+                    steps.push(Step::Loop { count: TripCount::Fixed(count), end: 0 });
+                }
+                STEP_LOOP_PARAM if self.version >= 2 => {
+                    let k = self.byte("a loop's parameter")?;
+                    if open.len() >= MAX_LOOP_DEPTH {
+                        return Err(self.err(Unsupported, at, format!("loops nest deeper than {MAX_LOOP_DEPTH}")));
+                    }
+                    if k as usize >= params.len() {
+                        return Err(self.err(Invalid, at, format!("loop count p{k} is not defined")));
+                    }
+                    open.push(steps.len());
+                    steps.push(Step::Loop { count: TripCount::Param(k), end: 0 });
                 }
                 STEP_END_LOOP => {
                     let Some(s) = open.pop() else {
@@ -243,7 +303,7 @@ impl<R: Read> BinParser<R> {
         if !open.is_empty() {
             return Err(self.err(Syntax, self.pos, format!("program `{name}` ends inside {} loop(s)", open.len())));
         }
-        let p = Program { name, steps, exprs, lane_offsets };
+        let p = Program { name, steps, exprs, lane_offsets, params, tables };
         check_program(&p, ops.len()).map_err(|e| self.err(Invalid, start, format!("program `{}`: {e}", p.name)))?;
         Ok(Arc::new(p))
     }

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::format::*;
 use crate::kernel::{KernelTrace, OpTable};
-use crate::program::{Lanes, NUM_VARS, Program, Step};
+use crate::program::{Lanes, NUM_VARS, Program, Step, TripCount};
 use crate::reg::RegRange;
 use crate::text::common::{Plan, check_kernel_for_write};
 
@@ -120,30 +120,53 @@ fn used(regs: &[RegRange]) -> &[RegRange] {
 
 fn put_program(b: &mut Vec<u8>, p: &Program, ops: &OpTable) {
     put_str(b, &p.name);
-    put_uv(b, p.exprs.len() as u64);
-    for e in &p.exprs {
-        put_uv(b, e.base);
-        let mut bits = 0u8;
-        for v in 0..NUM_VARS {
-            if e.coef[v] != 0 {
+    fn put_coefs(b: &mut Vec<u8>, coef: &[i64; NUM_VARS]) {
+        let mut bits = 0u64;
+        for (v, &c) in coef.iter().enumerate() {
+            if c != 0 {
                 bits |= 1 << v;
             }
         }
-        b.push(bits);
-        for &c in e.coef.iter().filter(|&&c| c != 0) {
+        put_uv(b, bits);
+        for &c in coef.iter().filter(|&&c| c != 0) {
             put_zz(b, c);
         }
+    }
+    put_uv(b, p.exprs.len() as u64);
+    for e in &p.exprs {
+        put_uv(b, e.base);
+        put_coefs(b, &e.coef);
     }
     put_uv(b, p.lane_offsets.len() as u64);
     for &o in &p.lane_offsets {
         put_zz(b, o);
     }
+    put_uv(b, p.tables.len() as u64);
+    for t in &p.tables {
+        put_uv(b, t.len() as u64);
+        for &x in t.iter() {
+            put_zz(b, x);
+        }
+    }
+    put_uv(b, p.params.len() as u64);
+    for q in &p.params {
+        put_zz(b, q.offset);
+        put_coefs(b, &q.coef);
+        put_zz(b, q.div);
+        put_zz(b, q.lo);
+        put_zz(b, q.hi);
+        put_uv(b, q.table.map_or(0, |t| t as u64 + 1));
+    }
     put_uv(b, p.steps.len() as u64);
     for s in &p.steps {
         match s {
-            Step::Loop { count, .. } => {
+            Step::Loop { count: TripCount::Fixed(n), .. } => {
                 b.push(STEP_LOOP);
-                put_uv(b, *count as u64);
+                put_uv(b, *n as u64);
+            }
+            Step::Loop { count: TripCount::Param(k), .. } => {
+                b.push(STEP_LOOP_PARAM);
+                b.push(*k);
             }
             Step::EndLoop { .. } => b.push(STEP_END_LOOP),
             Step::Inst(i) => {

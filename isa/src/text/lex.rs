@@ -233,7 +233,7 @@ pub(crate) fn format_expr(e: &AddrExpr, out: &mut String) {
 pub(crate) fn is_bare(s: &str) -> bool {
     !s.is_empty()
         && !s.starts_with(['@', '%'])
-        && !["loop", "end", "program", "warps", "cta", "kernel"].contains(&s)
+        && !["loop", "end", "program", "warps", "cta", "kernel", "table", "param"].contains(&s)
         && s.chars().all(|c| !c.is_whitespace() && !c.is_control() && !matches!(c, '"' | '#' | '\\' | '[' | ']'))
 }
 

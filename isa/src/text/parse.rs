@@ -7,10 +7,11 @@ use std::sync::Arc;
 use super::common::{check_block, check_cluster, check_grid, check_program};
 use super::inst::ProgState;
 use super::lex::{Tok, parse_u32, tokenize};
+use super::param::parse_param;
 use super::stream::{KernelHead, Parser, Section};
 use crate::error::{Location, TraceError, TraceErrorKind};
 use crate::kernel::{Dim3, KernelInfo, OpTable};
-use crate::program::{MAX_LOOP_DEPTH, Program, Step};
+use crate::program::{CtaParam, MAX_LOOP_DEPTH, MAX_PARAMS, Program, Step, TripCount};
 
 use TraceErrorKind::{Invalid, Io, Syntax, Truncated, Unsupported};
 
@@ -180,11 +181,14 @@ impl<R: BufRead> TextParser<R> {
         }
         self.expect_len(2, "gpusim-trace VERSION")?;
         let v = self.u32_at(1)?;
-        if v != 1 {
+        if !(1..=super::VERSION).contains(&v) {
             return Err(self.err_tok(
                 Unsupported,
                 1,
-                format!("trace format version {v} is not supported (this reader reads version 1)"),
+                format!(
+                    "trace format version {v} is not supported (this reader reads versions 1 to {})",
+                    super::VERSION
+                ),
             ));
         }
         Ok(())
@@ -221,6 +225,9 @@ impl<R: BufRead> TextParser<R> {
         }
         let start = self.line_no;
         let mut st = ProgState::default();
+        let mut params: Vec<CtaParam> = Vec::new();
+        let mut tables: Vec<Arc<[i64]>> = Vec::new();
+        let mut table_names: Vec<String> = Vec::new();
         loop {
             if !self.next_line()? {
                 let what = match st.open.last() {
@@ -230,9 +237,65 @@ impl<R: BufRead> TextParser<R> {
                 return Err(self.eof(what));
             }
             match self.bare(0) {
+                Some("table") => {
+                    if self.toks.len() < 4 || self.bare(2) != Some("=") {
+                        return Err(self.err_tok(Syntax, 0, "expected `table NAME = V1 V2 ...`"));
+                    }
+                    let mut t = Vec::with_capacity(self.toks.len() - 3);
+                    for i in 3..self.toks.len() {
+                        let s = self.tok(i);
+                        let v = s.parse::<i64>().ok().ok_or_else(|| {
+                            self.err_tok(Syntax, i, format!("bad table entry `{s}`: expected a 64-bit integer"))
+                        })?;
+                        t.push(v);
+                    }
+                    if table_names.len() >= u32::MAX as usize {
+                        return Err(self.err_tok(Unsupported, 0, "too many tables"));
+                    }
+                    table_names.push(self.tok(1).to_string());
+                    tables.push(t.into());
+                }
+                Some("param") => {
+                    let k = params.len();
+                    if self.toks.len() < 4 || self.bare(2) != Some("=") {
+                        return Err(self.err_tok(Syntax, 0, format!("expected `param p{k} = EXPR`")));
+                    }
+                    if k >= MAX_PARAMS {
+                        return Err(self.err_tok(Unsupported, 0, format!("more than {MAX_PARAMS} parameters")));
+                    }
+                    if self.tok(1) != format!("p{k}") {
+                        return Err(self.err_tok(
+                            Syntax,
+                            1,
+                            format!("expected `p{k}`: parameters are defined in order"),
+                        ));
+                    }
+                    let t = &self.toks[3];
+                    let rhs = &self.text[t.start..self.toks.last().map_or(t.end, |l| l.end)];
+                    let col0 = t.col;
+                    let q = parse_param(rhs, k, &table_names).map_err(|(off, m)| {
+                        let col = col0 + rhs[..off.min(rhs.len())].chars().count() as u64;
+                        self.err(Syntax, self.line_no, col, m)
+                    })?;
+                    params.push(q);
+                }
                 Some("loop") => {
                     self.expect_len(2, "loop COUNT")?;
-                    let count = self.u32_at(1)?;
+                    let count =
+                        if let Some(k) = self.bare(1).and_then(|t| t.strip_prefix('p')).filter(|s| !s.is_empty()) {
+                            match k.parse::<u8>() {
+                                Ok(k) if (k as usize) < params.len() => TripCount::Param(k),
+                                _ => {
+                                    return Err(self.err_tok(
+                                        Invalid,
+                                        1,
+                                        format!("loop count `{}` is not a defined parameter", self.tok(1)),
+                                    ));
+                                }
+                            }
+                        } else {
+                            TripCount::Fixed(self.u32_at(1)?)
+                        };
                     if st.open.len() >= MAX_LOOP_DEPTH {
                         return Err(self.err_tok(Unsupported, 0, format!("loops nest deeper than {MAX_LOOP_DEPTH}")));
                     }
@@ -256,7 +319,14 @@ impl<R: BufRead> TextParser<R> {
                 _ => self.parse_inst(&mut st, ops)?,
             }
         }
-        let p = Program { name: name.clone(), steps: st.steps, exprs: st.exprs, lane_offsets: st.lane_offsets };
+        let p = Program {
+            name: name.clone(),
+            steps: st.steps,
+            exprs: st.exprs,
+            lane_offsets: st.lane_offsets,
+            params,
+            tables,
+        };
         check_program(&p, ops.len()).map_err(|e| self.err(Invalid, start, 1, format!("program `{name}`: {e}")))?;
         Ok((name, Arc::new(p)))
     }

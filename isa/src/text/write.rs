@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use super::common::{NameScope, Plan, check_kernel_for_write};
 use super::lex::{format_expr, write_token};
 use crate::kernel::{Dim3, KernelTrace, OpTable};
-use crate::program::{Inst, Lanes, Program, Step};
+use crate::program::{Inst, Lanes, Program, Step, TripCount};
 use crate::reg::RegRange;
 
 /// Flush the text buffer to the output when it grows past this.
@@ -17,13 +17,26 @@ pub struct TextWriter<W: Write> {
     out: W,
     kernels: usize,
     buf: String,
+    version: u32,
+}
+
+/// Whether a kernel uses version-2 features (parameters, tables, parameter loops).
+pub(crate) fn kernel_needs_v2(k: &KernelTrace) -> bool {
+    k.programs.iter().any(|p| !p.params.is_empty() || !p.tables.is_empty())
 }
 
 impl<W: Write> TextWriter<W> {
-    /// Starts a trace: writes the `gpusim-trace 1` line.
-    pub fn new(mut out: W) -> io::Result<Self> {
-        writeln!(out, "{} 1", super::parse::MAGIC)?;
-        Ok(TextWriter { out, kernels: 0, buf: String::new() })
+    /// Starts a trace: writes the `gpusim-trace 1` line. Such a writer refuses kernels with
+    /// per-CTA parameters; use [`TextWriter::with_version`] with version 2 for those.
+    pub fn new(out: W) -> io::Result<Self> {
+        Self::with_version(out, 1)
+    }
+
+    /// Starts a trace of format `version` (1 or 2; others are written as 2).
+    pub fn with_version(mut out: W, version: u32) -> io::Result<Self> {
+        let version = if version == 1 { 1 } else { super::VERSION };
+        writeln!(out, "{} {version}", super::parse::MAGIC)?;
+        Ok(TextWriter { out, kernels: 0, buf: String::new(), version })
     }
 
     /// Appends a kernel. Its `info.id` must be the number of kernels written before it. Fails
@@ -31,6 +44,15 @@ impl<W: Write> TextWriter<W> {
     /// back equal (see docs/trace-format.md, "Writing").
     pub fn write_kernel(&mut self, k: &KernelTrace) -> io::Result<()> {
         check_kernel_for_write(k, self.kernels).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        if self.version < 2 && kernel_needs_v2(k) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "kernel `{}` uses per-CTA parameters: the trace needs format version 2 (TextWriter::with_version)",
+                    k.info.name
+                ),
+            ));
+        }
         let info = &k.info;
         let b = &mut self.buf;
         b.push_str("\nkernel ");
@@ -175,6 +197,20 @@ fn write_program(b: &mut String, p: &Program, ops: &OpTable, depth: usize) {
     write_token(&p.name, b);
     b.push('\n');
     let mut d = depth + 1;
+    for (t, tab) in p.tables.iter().enumerate() {
+        indent(b, d);
+        let _ = write!(b, "table t{t} =");
+        for v in tab.iter() {
+            let _ = write!(b, " {v}");
+        }
+        b.push('\n');
+    }
+    for (k, q) in p.params.iter().enumerate() {
+        indent(b, d);
+        let _ = write!(b, "param p{k} = ");
+        super::param::format_param(q, b);
+        b.push('\n');
+    }
     for s in &p.steps {
         match s {
             Step::Inst(i) => {
@@ -184,7 +220,11 @@ fn write_program(b: &mut String, p: &Program, ops: &OpTable, depth: usize) {
             }
             Step::Loop { count, .. } => {
                 indent(b, d);
-                let _ = writeln!(b, "loop {count}");
+                match count {
+                    TripCount::Fixed(n) => writeln!(b, "loop {n}"),
+                    TripCount::Param(k) => writeln!(b, "loop p{k}"),
+                }
+                .ok();
                 d += 1;
             }
             Step::EndLoop { .. } => {

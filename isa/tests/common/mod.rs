@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use gpusim_isa::program::{AddrExpr, Inst, Lanes, ProgramBuilder, Var};
+use gpusim_isa::program::{AddrExpr, CtaParam, Inst, Lanes, ProgramBuilder, Var};
 use gpusim_isa::{CtaLayout, Dim3, KernelInfo, KernelTrace, OpTable, Program, Reg, RegRange, Trace};
 
 pub struct Tape<'a> {
@@ -115,6 +115,7 @@ fn inst(t: &mut Tape, b: &mut ProgramBuilder, ops: &OpTable, depth: usize) {
         for v in Var::ALL {
             let usable = match v {
                 Var::Loop(d) => (d as usize) < depth,
+                Var::Param(k) => (k as usize) < b.num_params(),
                 _ => true,
             };
             if usable && t.chance(3) {
@@ -140,7 +141,11 @@ fn body(t: &mut Tape, b: &mut ProgramBuilder, ops: &OpTable, budget: &mut u32) {
     while *budget > 0 && t.pick(6) != 0 {
         *budget -= 1;
         if b.depth() < 4 && t.chance(4) {
-            b.begin_loop(if t.chance(2) { t.pick(5) } else { t.u64() as u32 }).unwrap();
+            if b.num_params() > 0 && t.chance(2) {
+                b.begin_loop_param(t.pick(b.num_params() as u32) as u8).unwrap();
+            } else {
+                b.begin_loop(if t.chance(2) { t.pick(5) } else { t.u64() as u32 }).unwrap();
+            }
             body(t, b, ops, budget);
             b.end_loop().unwrap();
         } else if !ops.is_empty() {
@@ -151,6 +156,42 @@ fn body(t: &mut Tape, b: &mut ProgramBuilder, ops: &OpTable, budget: &mut u32) {
 
 pub fn program(t: &mut Tape, ops: &OpTable) -> Program {
     let mut b = ProgramBuilder::new(NAMES[t.pick(NAMES.len() as u32) as usize]);
+    // Tables and per-CTA parameters (format version 2) in about a third of the programs.
+    if t.chance(3) {
+        let mut ntables = 0;
+        for _ in 0..t.pick(3) {
+            let n = 1 + t.pick(6) as usize;
+            let tab: Vec<i64> = (0..n).map(|_| if t.chance(2) { t.pick(9) as i64 } else { t.i64() }).collect();
+            b.add_table(tab.into());
+            ntables += 1;
+        }
+        for k in 0..t.pick(9) as usize {
+            let mut q = CtaParam::constant(if t.chance(2) { t.pick(5) as i64 } else { t.i64() });
+            for v in Var::ALL {
+                let ok = match v {
+                    Var::Loop(_) => false,
+                    Var::Param(j) => (j as usize) < k,
+                    _ => true,
+                };
+                if ok && t.chance(3) {
+                    q.coef[v.index()] = if t.chance(2) { t.pick(4) as i64 } else { t.i64() };
+                }
+            }
+            if t.chance(2) {
+                q.div = if t.chance(2) { 1 + t.pick(200) as i64 } else { (t.u64() >> 1).max(1) as i64 };
+            }
+            if t.chance(2) {
+                let (a, c) = (t.i64(), t.i64());
+                let (a, c) = if t.chance(2) { (a.min(c), a.max(c)) } else { (0, t.pick(64) as i64) };
+                q.lo = if t.chance(4) { i64::MIN } else { a };
+                q.hi = if t.chance(4) { i64::MAX } else { c };
+            }
+            if ntables > 0 && t.chance(2) {
+                q.table = Some(t.pick(ntables as u32));
+            }
+            b.add_param(q).unwrap();
+        }
+    }
     let mut budget = 12;
     body(t, &mut b, ops, &mut budget);
     b.finish().unwrap()

@@ -311,7 +311,7 @@ impl Sm {
             w.reg_ready[s] = [0; gpusim_isa::reg::REG_SPACE];
             w.reg_reason[s] = [StallReason::Wait as u8; gpusim_isa::reg::REG_SPACE];
             w.regs_held[s] = o.regs_per_warp;
-            w.cursor[s] = Cursor::new(cta.coord.as_array(), wi as u32);
+            w.cursor[s] = Cursor::new(&prog, cta.coord.as_array(), wi as u32);
             w.next[s] = w.cursor[s].peek(&prog).copied();
             w.program[s] = Some(prog);
             // The first instruction arrives after one fetch/decode cycle.

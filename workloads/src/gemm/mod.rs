@@ -544,7 +544,11 @@ pub fn dynamic_op_counts(prog: &gpusim_isa::Program) -> BTreeMap<gpusim_isa::OpI
         match *s {
             Step::Inst(i) => *out.entry(i.op).or_insert(0) += *mult.last().unwrap_or(&1),
             Step::Loop { count, .. } => {
-                let m = mult.last().copied().unwrap_or(1).saturating_mul(count as u64);
+                let m = mult
+                    .last()
+                    .copied()
+                    .unwrap_or(1)
+                    .saturating_mul(count.resolve(&prog.eval_params([0, 0, 0], 0)) as u64);
                 mult.push(m);
             }
             Step::EndLoop { .. } => {
