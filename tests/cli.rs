@@ -283,3 +283,26 @@ fn a_run_that_stops_part_way_keeps_every_kernel_that_finished() {
         assert_eq!(v["memory_model"], "partial");
     }
 }
+
+#[test]
+fn per_cta_loop_counts_run_in_both_formats_with_the_closed_form_count() {
+    // examples/causal_tiles.trace: CTA x of 64 runs its loop of 10 instructions x + 1 times,
+    // after 3 others; 4 warps per CTA.
+    let (t, per_cta_fixed, body, warps) = (64u64, 3u64, 10u64, 4u64);
+    let closed = warps * (t * per_cta_fixed + body * t * (t + 1) / 2);
+    let dir = std::env::temp_dir();
+    let text_trace = root().join("examples/causal_tiles.trace");
+    let bin = dir.join("gpusim-causal-tiles.gtb");
+    let o = gpusim(&["trace", "convert", text_trace.to_str().unwrap(), bin.to_str().unwrap()]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let mut reports = Vec::new();
+    for (i, t) in [text_trace, bin].iter().enumerate() {
+        let json = dir.join(format!("gpusim-causal-tiles-{i}.json"));
+        let o = gpusim(&["run", "--arch", "h100-sxm5-80gb", "--json", json.to_str().unwrap(), t.to_str().unwrap()]);
+        assert!(o.status.success(), "{:?}", text(&o));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(v["warp_instructions"].as_u64().unwrap(), closed, "{}", t.display());
+        reports.push(v);
+    }
+    assert_eq!(reports[0], reports[1], "text and binary run identically");
+}
