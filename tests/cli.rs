@@ -306,3 +306,27 @@ fn per_cta_loop_counts_run_in_both_formats_with_the_closed_form_count() {
     }
     assert_eq!(reports[0], reports[1], "text and binary run identically");
 }
+
+#[test]
+fn the_memory_model_comes_from_the_chip_and_the_flag_overrides_it() {
+    let dir = std::env::temp_dir();
+    let chip = dir.join("gpusim-simple-memory.toml");
+    std::fs::write(&chip, "inherits = \"a100-sxm4-80gb\"\nname = \"simple-a100\"\n[sim]\nmemory_model = \"simple\"\n")
+        .unwrap();
+    let trace = root().join("examples/stream_copy.trace");
+    let run = |extra: &[&str]| {
+        let json = dir.join("gpusim-memory-model.json");
+        let mut args = vec!["run", "--arch", chip.to_str().unwrap(), "--json", json.to_str().unwrap(), "-q"];
+        args.extend_from_slice(extra);
+        args.push(trace.to_str().unwrap());
+        let o = gpusim(&args);
+        assert!(o.status.success(), "{:?}", text(&o));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        v["memory_model"].as_str().unwrap().to_string()
+    };
+    assert_eq!(run(&[]), "simple");
+    assert_eq!(run(&["--memory-model", "hierarchy"]), "hierarchy");
+    let bad = dir.join("gpusim-bad-memory.toml");
+    std::fs::write(&bad, "inherits = \"a100-sxm4-80gb\"\n[sim]\nmemory_model = \"magic\"\n").unwrap();
+    fails_with(&["arch", "validate", bad.to_str().unwrap()], &["sim.memory_model", "magic", "hierarchy"]);
+}
