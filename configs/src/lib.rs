@@ -39,6 +39,7 @@
 //! Values carry units as strings (`"1.98 GHz"`, `"3.35 TB/s"`, `"50 MiB"`, `"33 cycles"`,
 //! `"120 ns"`, `"128 B/clk"`); bytes, cycles and bytes per cycle may also be bare numbers.
 
+mod aliases;
 pub mod arch;
 mod error;
 mod field;
@@ -51,6 +52,7 @@ pub mod units;
 mod validate;
 mod value;
 
+pub use aliases::{ALIASES, Alias, preset_for_hardware};
 pub use arch::*;
 pub use error::{ConfigError, Loc};
 pub use introspect::{ParamDiff, ParamInfo, all_params, diff, diff_table, explain, presets_table, to_toml};
