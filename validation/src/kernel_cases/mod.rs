@@ -399,7 +399,7 @@ pub fn run_kernel_job(arch: &Arch, job: &KernelJob) -> Result<KernelRun, String>
                 format!(
                     "{shown}: kernel {index} `{}`: the simulation panicked: {}",
                     k.name,
-                    crate::correlate::panic_message(p)
+                    crate::panic::panic_message(p)
                 )
             })?;
     let diagnostics: Vec<String> = one.take_diagnostics().iter().map(|d| d.to_string()).collect();
