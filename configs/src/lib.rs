@@ -39,6 +39,7 @@
 //! Values carry units as strings (`"1.98 GHz"`, `"3.35 TB/s"`, `"50 MiB"`, `"33 cycles"`,
 //! `"120 ns"`, `"128 B/clk"`); bytes, cycles and bytes per cycle may also be bare numbers.
 
+mod aliases;
 pub mod arch;
 mod descriptive;
 mod error;
@@ -53,6 +54,7 @@ pub mod units;
 mod validate;
 mod value;
 
+pub use aliases::{ALIASES, Alias, preset_for_hardware};
 pub use arch::*;
 pub use descriptive::{DESCRIPTIVE, descriptive};
 pub use error::{ConfigError, Loc};

@@ -48,6 +48,7 @@ pub mod measurement;
 pub mod memory_cases;
 pub mod nsight;
 pub mod optimize;
+mod panic;
 pub mod reference;
 pub mod stats;
 

@@ -142,8 +142,8 @@ pub fn new_case(id: impl Into<String>, kind: Kind, metric: Metric, value: f64) -
 }
 
 /// The part as the reference data names it, from the driver's device name and SM count: the
-/// names that `memory_cases::PRESET_FOR_HARDWARE` and correlate's `MORE_PRESETS_FOR_HARDWARE`
-/// map to presets ("H200 SXM", "H100 SXM", "H100 PCIe", "H800 SXM5", "H800 PCIe", "A100 80GB",
+/// names that `gpusim_configs::ALIASES`
+/// maps to presets ("H200 SXM", "H100 SXM", "H100 PCIe", "H800 SXM5", "H800 PCIe", "A100 80GB",
 /// "A100 PCIe"). A part no preset models (H100 NVL, GH200, A100 40GB SXM4, A100 80GB PCIe, ...) keeps
 /// the driver's name.
 pub fn hardware_for(device_name: &str, sm_count: u32) -> String {
@@ -455,7 +455,7 @@ mod tests {
 
     #[test]
     fn device_names_map_to_the_preset_tables() {
-        use crate::correlate::preset_for_hardware;
+        use gpusim_configs::preset_for_hardware;
         for (name, sms, hw, preset) in [
             ("NVIDIA H200", 132, "H200 SXM", Some("h200-sxm")),
             ("NVIDIA H100 80GB HBM3", 132, "H100 SXM", Some("h100-sxm5-80gb")),
@@ -473,9 +473,9 @@ mod tests {
             let h = hardware_for(name, sms);
             assert_eq!(h, hw, "{name}");
             assert_eq!(preset_for_hardware(&h), preset, "{name}");
+            // The driver's own name maps to the same preset.
             if preset.is_some() {
-                // Latency and bandwidth cases go through the memory cases' own table.
-                assert_eq!(crate::memory_cases::preset_for(&h), preset, "{name}: memory cases");
+                assert_eq!(preset_for_hardware(name), preset, "{name}: driver name");
             }
         }
     }

@@ -274,7 +274,7 @@ fn kernels_become_cases() {
     assert_eq!(unnamed[0].hardware, "GPU 0 (CC 8.0), name not exported");
     let named = to_cases(Path::new("a.csv"), &accel, Some("NVIDIA A100-SXM4-80GB"));
     assert_eq!(named[0].hardware, "NVIDIA A100-SXM4-80GB");
-    assert_eq!(kernel_cases::preset_for_device(&named[0].hardware), Some("a100-sxm4-80gb"));
+    assert_eq!(gpusim_configs::preset_for_hardware(&named[0].hardware), Some("a100-sxm4-80gb"));
 }
 
 fn one_case(file: &str, hardware: Option<&str>) -> Vec<Case> {

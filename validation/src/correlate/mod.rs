@@ -31,6 +31,7 @@ use crate::gemm_cases::run_gemm;
 use crate::hash::hash_str;
 use crate::kernel_cases::{run_kernel_job, trace_hash};
 use crate::memory_cases::{self, arch_for};
+use crate::panic::panic_message;
 use crate::reference::Case;
 use crate::stats::{Point, Summary, summarize};
 
@@ -119,14 +120,6 @@ pub struct Correlation {
 pub fn config_hash(preset: &str) -> Result<String, String> {
     let arch = load_preset(preset).map_err(|e| e.to_string())?;
     Ok(hash_str(&to_toml(&arch)))
-}
-
-/// The message of a caught panic.
-pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// The outcome of one simulation (shared by every case with the same [`Job`]).

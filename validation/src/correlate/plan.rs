@@ -1,34 +1,15 @@
 //! Planning: which cases a run takes ([`parse_kinds`], [`KindSelection`]), on which preset
-//! ([`ArchChoice`], [`preset_for_hardware`]), and what simulation answers each ([`plan_case`]:
+//! ([`ArchChoice`], the preset from `gpusim_configs::preset_for_hardware`), and what simulation answers each ([`plan_case`]:
 //! a [`Job`], or the reason there is none). Nothing here simulates; `super` runs the jobs.
 
 use std::collections::BTreeSet;
 
 use crate::gemm_cases::{GemmShape, TWIN_KIND, gemm_shape, twin_shape};
 use crate::kernel_cases::{KERNEL_KIND, KernelJob, plan_kernel_case};
-use crate::memory_cases::{self, Bench, Plan, memory_case_plan};
+use crate::memory_cases::{Bench, Plan, memory_case_plan};
 use crate::reference::{Case, Kind};
 
-/// Parts the memory cases' table ([`memory_cases::PRESET_FOR_HARDWARE`]) does not name but
-/// GEMM (and later attention/MoE) cases do: `(hardware, preset, why)`.
-pub const MORE_PRESETS_FOR_HARDWARE: &[(&str, &str, &str)] = &[
-    ("H100 SXM", "h100-sxm5-80gb", "the SXM5 part"),
-    ("H100 80GB SXM5", "h100-sxm5-80gb", "the SXM5 part"),
-    (
-        "sm_90 (H100; variant not stated)",
-        "h100-sxm5-80gb",
-        "XLA's sm_90 table reaches 783 TFLOP/s bf16, above the H100 PCIe's dense peak (756), so an SXM5 part",
-    ),
-    ("A100 80GB SXM4", "a100-sxm4-80gb", "the SXM4 80 GB part"),
-    ("H800 SXM5", "h800-sxm5", "the SXM5 part"),
-];
-
-/// The preset modelling a case's `hardware`: [`memory_cases::preset_for`], then
-/// [`MORE_PRESETS_FOR_HARDWARE`].
-pub fn preset_for_hardware(hardware: &str) -> Option<&'static str> {
-    memory_cases::preset_for(hardware)
-        .or_else(|| MORE_PRESETS_FOR_HARDWARE.iter().find(|(h, _, _)| *h == hardware).map(|(_, p, _)| *p))
-}
+pub use gpusim_configs::preset_for_hardware;
 
 /// Suffix of the built-in calibrated presets (`h100-sxm5-80gb-calibrated`).
 pub const CALIBRATED_SUFFIX: &str = "-calibrated";

@@ -54,29 +54,6 @@ pub const EXTRA_SM_CYCLES: &str = "sm_cycles";
 /// [`plan_kernel_case`] gives it as the reason the case is not simulated.
 pub const EXTRA_TRACE_UNMATCHED: &str = "trace_unmatched";
 
-/// Device names as the CUDA driver reports them (`nvidia-smi`, `cudaGetDeviceProperties`,
-/// ncu's `device__attribute_display_name`) and the preset modelling each.
-pub const PRESET_FOR_DEVICE: &[(&str, &str)] = &[
-    ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
-    ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"),
-    ("NVIDIA H100 80GB HBM3", "h100-sxm5-80gb"),
-    ("NVIDIA H100 PCIe", "h100-pcie"),
-    ("NVIDIA H800", "h800-sxm5"),
-    ("NVIDIA H800 PCIe", "h800-pcie"),
-    ("NVIDIA H200", "h200-sxm"),
-];
-
-/// The preset for a device name: [`PRESET_FOR_DEVICE`], then the names of the reference data
-/// ([`crate::correlate::preset_for_hardware`]).
-pub fn preset_for_device(name: &str) -> Option<&'static str> {
-    let name = name.trim();
-    PRESET_FOR_DEVICE
-        .iter()
-        .find(|(d, _)| *d == name)
-        .map(|(_, p)| *p)
-        .or_else(|| crate::correlate::preset_for_hardware(name))
-}
-
 /// Whether a case is a kernel case.
 pub fn is_kernel_case(case: &Case) -> bool {
     case.kind.as_str() == KERNEL_KIND
@@ -111,7 +88,7 @@ pub struct KernelJob {
     pub grid: Option<[u32; 3]>,
     pub block: Option<[u32; 3]>,
     pub metric: KernelMetric,
-    /// The preset modelling the case's hardware ([`preset_for_device`]), if any.
+    /// The preset modelling the case's hardware (`gpusim_configs::preset_for_hardware`), if any.
     pub preset: Option<&'static str>,
     /// The measured SM clock (the case's `clock_mhz`).
     pub clock_mhz: Option<f64>,
@@ -193,7 +170,7 @@ pub fn plan_kernel_case(case: &Case) -> Result<KernelJob, String> {
         grid: dim_from(case, EXTRA_GRID)?,
         block: dim_from(case, EXTRA_BLOCK)?,
         metric,
-        preset: preset_for_device(&case.hardware),
+        preset: gpusim_configs::preset_for_hardware(&case.hardware),
         clock_mhz: case.clock_mhz,
     })
 }
@@ -422,7 +399,7 @@ pub fn run_kernel_job(arch: &Arch, job: &KernelJob) -> Result<KernelRun, String>
                 format!(
                     "{shown}: kernel {index} `{}`: the simulation panicked: {}",
                     k.name,
-                    crate::correlate::panic_message(p)
+                    crate::panic::panic_message(p)
                 )
             })?;
     let diagnostics: Vec<String> = one.take_diagnostics().iter().map(|d| d.to_string()).collect();
@@ -644,15 +621,5 @@ grid = [132, 1, 1]
         let text = std::fs::read_to_string(&ffma).unwrap();
         assert_eq!(trace_hash(&ffma, 0).unwrap(), crate::hash::hash_str(&text));
         assert!(trace_hash(Path::new("/no/such.trace"), 0).unwrap_err().contains("/no/such.trace"));
-    }
-
-    #[test]
-    fn device_names_map_to_presets_that_exist() {
-        for (d, p) in PRESET_FOR_DEVICE {
-            assert_eq!(preset_for_device(d), Some(*p));
-            gpusim_configs::load_preset(p).unwrap_or_else(|e| panic!("{d}: {e}"));
-        }
-        assert_eq!(preset_for_device("H200 SXM"), Some("h200-sxm"));
-        assert_eq!(preset_for_device("NVIDIA GeForce RTX 4090"), None);
     }
 }

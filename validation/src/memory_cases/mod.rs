@@ -37,27 +37,6 @@ use gpusim_workloads::ubench::{
 
 use crate::reference::{Case, Kind, Metric, Trust};
 
-/// The preset that models each part named in the reference data's `hardware` field.
-pub const PRESET_FOR_HARDWARE: &[(&str, &str)] = &[
-    ("A100 PCIe", "a100-pcie-40gb"),
-    ("A100 80GB", "a100-sxm4-80gb"),
-    ("A100 SXM", "a100-sxm4-80gb"),
-    ("H800 PCIe", "h800-pcie"),
-    ("H100 PCIe", "h100-pcie"),
-    // The DPX latency case names the H800 without the form factor; its source measured the
-    // H800 PCIe (HPMLL).
-    ("H800", "h800-pcie"),
-    ("H200 SXM", "h200-sxm"),
-    // The SXM5 parts, as `measurement::hardware_for` names them in measurement files.
-    ("H100 SXM", "h100-sxm5-80gb"),
-    ("H800 SXM5", "h800-sxm5"),
-];
-
-/// The preset for a `hardware` string, if any.
-pub fn preset_for(hardware: &str) -> Option<&'static str> {
-    PRESET_FOR_HARDWARE.iter().find(|(h, _)| *h == hardware).map(|(_, p)| *p)
-}
-
 /// Footprint of the L1 latency chase: well inside every L1 (A100: 192 KiB less the carveout).
 pub const L1_CHASE_FOOTPRINT: u64 = 32 << 10;
 /// Footprint of the near-L2 latency chase: above every L1, below half of every L2.
@@ -164,7 +143,7 @@ pub fn memory_case_plan(case: &Case) -> Plan {
             case.value, case.hardware
         ));
     }
-    let Some(preset) = preset_for(&case.hardware) else {
+    let Some(preset) = gpusim_configs::preset_for_hardware(&case.hardware) else {
         return na(format!(
             "no preset models the {} (presets: A100 SXM4/PCIe, H100 SXM5/PCIe, H800 SXM5/PCIe, H200 SXM)",
             case.hardware
