@@ -7,7 +7,6 @@ mod correlate_cmd;
 mod error;
 mod gemm_cmd;
 mod measure_cmd;
-mod open;
 mod print;
 mod run;
 mod trace_cmd;

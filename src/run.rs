@@ -7,7 +7,7 @@ use gpusim_configs::{Arch, Hertz};
 use gpusim_sim_core::{Report, SimErrorKind, SimOptions, simulate};
 
 use crate::error::{CliError, CliResult};
-use crate::{open, print};
+use crate::print;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -53,7 +53,7 @@ fn write_json(path: &Path, r: &Report) -> CliResult {
 /// Simulates `trace` on `arch`; on failure the partial report of finished kernels is returned
 /// alongside the error.
 pub fn simulate_file(arch: &Arch, trace: &Path, opts: &SimOptions) -> Result<Report, (CliError, Option<Box<Report>>)> {
-    let (_fmt, mut src) = open::open(trace).map_err(|e| (e, None))?;
+    let (_fmt, mut src) = gpusim_isa::open::open(trace).map_err(|e| (CliError::from(e), None))?;
     let res = simulate(arch, &mut *src, opts);
     for d in src.take_diagnostics() {
         eprintln!("{d}");

@@ -9,7 +9,6 @@ use clap::Subcommand;
 use gpusim_isa::{CtaLayout, KernelTrace, Program, Trace, TraceSource, binary, text};
 
 use crate::error::{CliError, CliResult};
-use crate::open;
 use crate::print::thousands;
 
 #[derive(Subcommand)]
@@ -99,7 +98,7 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
                 Some(x) => return Err(CliError::input(format!("--to: `{x}` is neither `text` nor `binary`"))),
                 None => output.extension().is_some_and(|e| e == "gtb"),
             };
-            let (_, mut src) = open::open(&input)?;
+            let (_, mut src) = gpusim_isa::open::open(&input)?;
             let t = collect(&mut *src)?;
             write(&t, &output, binary_out)?;
             let size = std::fs::metadata(&output).map(|m| m.len()).unwrap_or(0);
@@ -107,7 +106,7 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
             Ok(())
         }
         TraceCmd::Info { input } => {
-            let (fmt, mut src) = open::open(&input)?;
+            let (fmt, mut src) = gpusim_isa::open::open(&input)?;
             println!("{}: {fmt:?} trace", input.display());
             while let Some(mut ks) = src.next_kernel()? {
                 let info = ks.info().clone();

@@ -330,3 +330,27 @@ fn the_memory_model_comes_from_the_chip_and_the_flag_overrides_it() {
     std::fs::write(&bad, "inherits = \"a100-sxm4-80gb\"\n[sim]\nmemory_model = \"magic\"\n").unwrap();
     fails_with(&["arch", "validate", bad.to_str().unwrap()], &["sim.memory_model", "magic", "hierarchy"]);
 }
+
+#[test]
+fn a_trace_can_come_through_a_pipe() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let trace = std::fs::read(root().join("examples/ffma_bound.trace")).unwrap();
+    let (file_out, _) = ok(&["run", "--arch", "h100-sxm5-80gb", "examples/ffma_bound.trace"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpusim"))
+        .args(["run", "--arch", "h100-sxm5-80gb", "/dev/stdin"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&trace));
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    // The same report but for the trace's name.
+    assert_eq!(out.replace("/dev/stdin", "examples/ffma_bound.trace"), file_out);
+}

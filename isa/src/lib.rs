@@ -22,6 +22,7 @@ pub mod diag;
 pub mod error;
 pub mod kernel;
 pub mod opcode;
+pub mod open;
 pub mod program;
 pub mod reg;
 pub mod source;

@@ -21,12 +21,11 @@
 //! matching them, in launch order and by name, to the kernels of one trace
 //! (`--data run.csv --traces DIR`).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use gpusim_configs::Arch;
-use gpusim_isa::{KernelSource, TraceError, TraceSource, accelsim, binary, text};
+use gpusim_isa::{KernelSource, TraceError, TraceSource, accelsim};
 use gpusim_sim_core::{SimOptions, simulate};
 
 use crate::reference::{Case, Metric};
@@ -175,60 +174,9 @@ pub fn plan_kernel_case(case: &Case) -> Result<KernelJob, String> {
     })
 }
 
-/// How a trace file is stored, as [`open_trace`] tells it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TraceFormat {
-    /// An Accel-Sim trace: its `kernelslist.g` (the path given, or the one in the folder given).
-    AccelSim(PathBuf),
-    /// gpusim's binary trace (`GPUSIMTB`).
-    Binary,
-    /// gpusim's text trace (`gpusim-trace` header).
-    Text,
-}
-
-/// Tells a trace's format as the CLI does: a folder holding `kernelslist.g`, the `GPUSIMTB`
-/// binary magic, a `gpusim-trace` text header, or an Accel-Sim kernel list (`*.g`, or a first
-/// line `MemcpyHtoD...`/`kernel-...`). Reads at most the first 64 KiB.
-pub fn trace_format(path: &Path) -> Result<TraceFormat, String> {
-    let shown = path.display();
-    if path.is_dir() {
-        let list = path.join("kernelslist.g");
-        if !list.is_file() {
-            return Err(format!("{shown}: a folder, and it holds no kernelslist.g"));
-        }
-        return Ok(TraceFormat::AccelSim(list));
-    }
-    let mut f = std::fs::File::open(path).map_err(|e| format!("{shown}: cannot open: {e}"))?;
-    let mut head = Vec::with_capacity(64 * 1024);
-    f.by_ref().take(64 * 1024).read_to_end(&mut head).map_err(|e| format!("{shown}: cannot read: {e}"))?;
-    if binary::is_binary(&head) {
-        return Ok(TraceFormat::Binary);
-    }
-    let text_head = String::from_utf8_lossy(&head);
-    let first = text_head.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#')).unwrap_or("");
-    if first.starts_with("gpusim-trace") {
-        return Ok(TraceFormat::Text);
-    }
-    let name = path.file_name().and_then(|s| s.to_str()).unwrap_or("");
-    if name.ends_with(".g") || first.starts_with("MemcpyHtoD") || first.starts_with("kernel-") {
-        return Ok(TraceFormat::AccelSim(path.to_path_buf()));
-    }
-    if name.ends_with(".traceg") {
-        return Err(format!("{shown}: an Accel-Sim kernel trace; use its kernelslist.g (or the folder holding it)"));
-    }
-    Err(format!(
-        "{shown}: not a trace gpusim knows (a `gpusim-trace` text header, the `GPUSIMTB` binary magic, or an Accel-Sim kernelslist.g)"
-    ))
-}
-
-/// Opens a trace of any format [`trace_format`] tells.
+/// Opens a trace of any format, with gpusim's one opener ([`gpusim_isa::open`]).
 pub fn open_trace(path: &Path) -> Result<Box<dyn TraceSource>, String> {
-    let err = |e: TraceError| e.to_string();
-    Ok(match trace_format(path)? {
-        TraceFormat::AccelSim(list) => Box::new(accelsim::AccelSimTrace::open(&list).map_err(err)?),
-        TraceFormat::Binary => Box::new(binary::BinaryReader::open(path).map_err(err)?),
-        TraceFormat::Text => Box::new(text::TextReader::open(path).map_err(err)?),
-    })
+    gpusim_isa::open::open(path).map(|(_, src)| src).map_err(|e| e.to_string())
 }
 
 fn hash_file(h: &mut crate::hash::Fnv64, path: &Path) -> Result<(), String> {
@@ -243,8 +191,8 @@ fn hash_file(h: &mut crate::hash::Fnv64, path: &Path) -> Result<(), String> {
 /// lie; streams the files, allocating nothing of their size.
 pub fn trace_hash(path: &Path, kernel: usize) -> Result<String, String> {
     let mut h = crate::hash::Fnv64::default();
-    match trace_format(path)? {
-        TraceFormat::AccelSim(list) => {
+    match gpusim_isa::open::trace_files(path).map_err(|e| e.to_string())? {
+        (gpusim_isa::open::Format::AccelSim, list) => {
             let t = accelsim::AccelSimTrace::open(&list).map_err(|e| e.to_string())?;
             let traceg = t
                 .kernel_paths()
@@ -254,7 +202,7 @@ pub fn trace_hash(path: &Path, kernel: usize) -> Result<String, String> {
             h.update(b"\0");
             hash_file(&mut h, traceg)?;
         }
-        TraceFormat::Binary | TraceFormat::Text => hash_file(&mut h, path)?,
+        (_, file) => hash_file(&mut h, &file)?,
     }
     Ok(h.hex())
 }
@@ -615,9 +563,10 @@ grid = [132, 1, 1]
         assert_eq!(k0, trace_hash(&dir.join("kernelslist.g"), 0).unwrap());
         assert_ne!(k0, trace_hash(&dir, 1).unwrap());
         assert!(trace_hash(&dir, 2).unwrap_err().contains("no kernel 2"));
-        assert_eq!(trace_format(&dir), Ok(TraceFormat::AccelSim(dir.join("kernelslist.g"))));
+        use gpusim_isa::open::{Format, trace_files};
+        assert_eq!(trace_files(&dir), Ok((Format::AccelSim, dir.join("kernelslist.g"))));
         let ffma = ws.join("examples/ffma_bound.trace");
-        assert_eq!(trace_format(&ffma), Ok(TraceFormat::Text));
+        assert_eq!(trace_files(&ffma), Ok((Format::Text, ffma.clone())));
         let text = std::fs::read_to_string(&ffma).unwrap();
         assert_eq!(trace_hash(&ffma, 0).unwrap(), crate::hash::hash_str(&text));
         assert!(trace_hash(Path::new("/no/such.trace"), 0).unwrap_err().contains("/no/such.trace"));

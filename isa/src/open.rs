@@ -1,0 +1,116 @@
+//! The one trace opener: a path is looked at, not judged by its name. gpusim binary (magic
+//! `GPUSIMTB`), gpusim text (a `gpusim-trace` header after any comments), or Accel-Sim (a
+//! `kernelslist.g`, or a folder holding one).
+//!
+//! A gpusim trace is read through the handle its first bytes were looked at on: the bytes read
+//! to decide go back in front of the rest. So a pipe, a FIFO or `/dev/stdin` works as a trace,
+//! and a file is opened once. Accel-Sim traces are folders of files, opened by path.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Location, TraceError, TraceErrorKind};
+use crate::source::TraceSource;
+use crate::{accelsim, binary, text};
+
+/// The trace formats gpusim reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Format {
+    Text,
+    Binary,
+    AccelSim,
+}
+
+/// Bytes looked at to decide: enough to get past any header comment a person writes.
+const HEAD: u64 = 64 * 1024;
+
+/// The bytes a detection read, followed by the rest of the stream.
+pub type Rest = std::io::Chain<std::io::Cursor<Vec<u8>>, File>;
+
+/// What [`detect`] found: the format, and for a gpusim trace the open stream.
+pub enum Detected {
+    /// A gpusim text or binary trace, with its stream (the head already read put back).
+    Stream(Format, Rest),
+    /// An Accel-Sim trace: the path of its `kernelslist.g`.
+    AccelSim(PathBuf),
+}
+
+fn io_error(path: &Path, what: &str, e: std::io::Error) -> TraceError {
+    let name = path.display().to_string();
+    TraceError::new(
+        TraceErrorKind::Io,
+        Location { file: name.clone(), line: 0, col: 0 },
+        format!("{name}: {what}: {e}"),
+    )
+}
+
+/// Decides the format of `path` (a file, a pipe, or a folder with `kernelslist.g`).
+pub fn detect(path: &Path) -> Result<Detected, TraceError> {
+    let name = path.display().to_string();
+    let invalid =
+        |msg: String| TraceError::new(TraceErrorKind::Invalid, Location { file: name.clone(), line: 1, col: 1 }, msg);
+    if path.is_dir() {
+        let list = path.join("kernelslist.g");
+        if list.is_file() {
+            return Ok(Detected::AccelSim(list));
+        }
+        return Err(invalid(format!("{name}: a folder, and it holds no kernelslist.g")));
+    }
+    let mut f = File::open(path).map_err(|e| io_error(path, "cannot open", e))?;
+    let mut head = Vec::with_capacity(HEAD as usize);
+    (&mut f).take(HEAD).read_to_end(&mut head).map_err(|e| io_error(path, "cannot read", e))?;
+    let format = if binary::is_binary(&head) {
+        Some(Format::Binary)
+    } else {
+        let text_head = String::from_utf8_lossy(&head);
+        let first = text_head.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#')).unwrap_or("");
+        let file = path.file_name().and_then(|s| s.to_str()).unwrap_or("");
+        if first.starts_with("gpusim-trace") {
+            Some(Format::Text)
+        } else if file.ends_with(".g") || first.starts_with("MemcpyHtoD") || first.starts_with("kernel-") {
+            return Ok(Detected::AccelSim(path.to_path_buf()));
+        } else if file.ends_with(".traceg") {
+            return Err(invalid(format!(
+                "{name}: an Accel-Sim kernel trace; run its kernelslist.g (or the folder holding it) instead"
+            )));
+        } else if head.is_empty() {
+            return Err(TraceError::new(
+                TraceErrorKind::Truncated,
+                Location { file: name.clone(), line: 1, col: 1 },
+                format!("{name}: empty input"),
+            ));
+        } else {
+            None
+        }
+    };
+    match format {
+        Some(fmt) => Ok(Detected::Stream(fmt, std::io::Cursor::new(head).chain(f))),
+        None => Err(invalid(format!(
+            "{name}:1:1: not a trace gpusim knows: expected a `gpusim-trace` text header, the `GPUSIMTB` binary magic, or an Accel-Sim kernelslist.g"
+        ))),
+    }
+}
+
+/// Opens `path` as a streaming trace source, whatever its format.
+pub fn open(path: &Path) -> Result<(Format, Box<dyn TraceSource>), TraceError> {
+    let name = path.display().to_string();
+    Ok(match detect(path)? {
+        Detected::Stream(Format::Binary, rest) => {
+            (Format::Binary, Box::new(binary::BinaryReader::from_reader(name, BufReader::with_capacity(1 << 16, rest))))
+        }
+        Detected::Stream(_, rest) => {
+            (Format::Text, Box::new(text::TextReader::from_reader(name, BufReader::with_capacity(1 << 16, rest))))
+        }
+        Detected::AccelSim(list) => (Format::AccelSim, Box::new(accelsim::AccelSimTrace::open(&list)?)),
+    })
+}
+
+/// The file(s) that hold `path`'s trace, for hashing: the file itself for a gpusim trace, the
+/// `kernelslist.g` for an Accel-Sim one (whose kernels are the files it lists).
+pub fn trace_files(path: &Path) -> Result<(Format, PathBuf), TraceError> {
+    Ok(match detect(path)? {
+        Detected::Stream(fmt, _) => (fmt, path.to_path_buf()),
+        Detected::AccelSim(list) => (Format::AccelSim, list),
+    })
+}
