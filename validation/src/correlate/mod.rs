@@ -343,6 +343,11 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
             CasePlan::Skip(_) => None,
         })
         .collect();
+    // The memory model each preset names (`sim.memory_model`): the simulations use it.
+    let models: BTreeSet<String> =
+        presets.iter().filter_map(|p| gpusim_configs::load_preset(p).ok()).map(|a| a.sim.memory_model).collect();
+    let memory_model =
+        if models.is_empty() { "hierarchy".to_string() } else { models.into_iter().collect::<Vec<_>>().join(", ") };
     let config_hashes = presets.into_iter().filter_map(|p| Some((p.to_string(), config_hash(p).ok()?))).collect();
     Ok(Correlation {
         provenance: Provenance {
@@ -352,7 +357,7 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
             kinds: opts.kinds.names(),
             data_files: opts.info.data_files.clone(),
             config_hashes,
-            memory_model: "hierarchy".into(),
+            memory_model,
         },
         cases: rows,
         summary,
