@@ -110,10 +110,9 @@ fn insert_dotted(doc: &mut toml::Table, key: &str, value: toml::Value) -> Result
     let mut table = doc;
     for p in path {
         let entry = table.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        table = entry.as_table_mut().ok_or_else(|| ConfigError::UnknownParam {
-            name: key.to_string(),
-            suggestion: None,
-        })?;
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| ConfigError::UnknownParam { name: key.to_string(), suggestion: None })?;
     }
     table.insert(leaf.to_string(), value);
     Ok(())
