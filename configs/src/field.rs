@@ -121,6 +121,9 @@ pub(crate) trait Field: Merge + Default {
     ) -> Result<Self::Out, ConfigError>;
     /// Appends `(dotted key, TOML literal)` for the value (none for an empty table).
     fn emit(out: &Self::Out, key: &str, sink: &mut Vec<(String, String)>);
+    /// The value at `rest` (empty: the field itself; a sub-key of a table field) as a number in
+    /// its kind's base unit.
+    fn number(out: &Self::Out, rest: &str) -> Option<f64>;
     /// Appends the parameter's metadata.
     fn describe(
         key: &str,
@@ -170,6 +173,10 @@ impl<T: ParamValue + PartialOrd> Field for Opt<T> {
         sink.push((key.to_string(), out.to_toml()));
     }
 
+    fn number(out: &T, rest: &str) -> Option<f64> {
+        if rest.is_empty() { out.number() } else { None }
+    }
+
     fn describe(
         key: &str,
         doc: &str,
@@ -185,6 +192,9 @@ impl<T: ParamValue + PartialOrd> Field for Opt<T> {
             default: fallback.or(spec.default.as_ref()).map(|d| d.show()),
             range: range_text(spec),
             expected: T::EXPECTED,
+            kind: T::KIND,
+            min: spec.min.as_ref().and_then(ParamValue::number),
+            max: spec.max.as_ref().and_then(ParamValue::number),
         });
     }
 }
@@ -239,6 +249,11 @@ impl Field for Rates {
         Ok(out)
     }
 
+    fn number(out: &Self::Out, rest: &str) -> Option<f64> {
+        // A type the chip leaves out has rate 0.
+        out.get(rest).copied().or_else(|| rate_keys().contains(&rest).then_some(0.0))
+    }
+
     fn emit(out: &Self::Out, key: &str, sink: &mut Vec<(String, String)>) {
         for (k, v) in out {
             sink.push((join(key, k), v.to_toml()));
@@ -261,6 +276,9 @@ impl Field for Rates {
                 default: Some("0 (no tensor support for this type)".into()),
                 range: Some("≥ 0".into()),
                 expected: f64::EXPECTED,
+                kind: f64::KIND,
+                min: Some(0.0),
+                max: None,
             });
         }
     }
@@ -346,6 +364,18 @@ macro_rules! section {
             /// Appends `(dotted key, TOML literal)` for every field of `a`.
             pub fn emit(a: &$Arch, prefix: &str, sink: &mut Vec<(String, String)>) {
                 $( <$Fty as $crate::field::Field>::emit(&a.$field, &$crate::field::join(prefix, stringify!($field)), sink); )*
+            }
+
+            /// The field `field` of `a` (`hit_latency`; `flops_per_clk_per_sm.bf16` for a table
+            /// field) as a number in its kind's base unit.
+            pub fn number(a: &$Arch, field: &str) -> Option<f64> {
+                let (head, rest) = field.split_once('.').unwrap_or((field, ""));
+                $(
+                    if head == stringify!($field) {
+                        return <$Fty as $crate::field::Field>::number(&a.$field, rest);
+                    }
+                )*
+                None
             }
 
             /// Appends the metadata of every field.

@@ -7,7 +7,7 @@ use crate::arch::Arch;
 use crate::error::{ConfigError, nearest};
 use crate::keys::normalize;
 use crate::schema::{describe_all, emit};
-use crate::value::unquote;
+use crate::value::{ParamKind, unquote};
 
 /// Metadata of one parameter.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +26,12 @@ pub struct ParamInfo {
     pub range: Option<String>,
     /// What a value looks like (`a size such as "50 MiB" or a whole number of bytes`).
     pub expected: &'static str,
+    /// The parameter's type.
+    pub kind: ParamKind,
+    /// The declared lower bound (the schema's `min`), in the kind's base unit.
+    pub min: Option<f64>,
+    /// The declared upper bound (the schema's `max`), in the kind's base unit.
+    pub max: Option<f64>,
 }
 
 impl ParamInfo {
@@ -70,6 +76,12 @@ pub fn explain(param: &str) -> Result<ParamInfo, ConfigError> {
         name: param.to_string(),
         suggestion: nearest(param, all.iter().map(|p| p.name.as_str())),
     })
+}
+
+/// Metadata of one parameter by dotted name, as [`explain`] gives it (typed kind and numeric
+/// range included); `None` for an unknown name.
+pub fn param(key: &str) -> Option<ParamInfo> {
+    explain(key).ok()
 }
 
 /// A fully resolved TOML file for `arch`: every parameter, units written out. It loads back to

@@ -17,7 +17,11 @@
 //!   valid key or preset when a name is unknown.
 //! - Introspection for the CLI, as data or `String`s: [`presets()`], [`all_params`], [`explain`]
 //!   ([`ParamInfo`]), [`to_toml`] (a fully resolved file that loads back to an equal `Arch`),
-//!   [`diff`] ([`ParamDiff`]), [`diff_table`], [`presets_table`].
+//!   [`diff`] ([`ParamDiff`]), [`diff_table`], [`presets_table`]; [`param`] (typed kind and
+//!   numeric range, [`ParamKind`]).
+//! - Edits: [`Arch::with_override`] / [`Arch::with_override_str`] / [`Arch::with_overrides`]
+//!   set dotted keys on a chip through the loader (same unit parsing, range checks, key
+//!   suggestions and cross-field rules as a file); [`Arch::value`] reads one as a number.
 //!
 //! ## Files
 //! `schema.rs` declares every section and parameter once, with description, unit, default and
@@ -58,8 +62,9 @@ pub use aliases::{ALIASES, Alias, preset_for_hardware};
 pub use arch::*;
 pub use descriptive::{DESCRIPTIVE, descriptive};
 pub use error::{ConfigError, Loc};
-pub use introspect::{ParamDiff, ParamInfo, all_params, diff, diff_table, explain, presets_table, to_toml};
+pub use introspect::{ParamDiff, ParamInfo, all_params, diff, diff_table, explain, param, presets_table, to_toml};
 pub use load::{load, load_file, load_preset, load_str};
 pub use presets::presets;
 pub use units::{Bytes, BytesPerCycle, BytesPerSec, Cycles, Hertz, Picos};
 pub use validate::{MEMORY_MODELS, POLICIES, validate};
+pub use value::ParamKind;

@@ -41,6 +41,83 @@ pub fn load_str(name: &str, text: &str) -> Result<Arch, ConfigError> {
     load_origin(Origin::Text { name: name.to_string(), text: text.to_string() })
 }
 
+impl Arch {
+    /// This chip with one parameter set: `key` dotted as in a TOML file (`hbm.bandwidth`,
+    /// `opcodes.DFMA.latency`, `tensor.flops_per_clk_per_sm.bf16`), `value` as a file would
+    /// write it (`"3.35 TB/s"`, `132`). See [`Arch::with_overrides`].
+    pub fn with_override(&self, key: &str, value: &toml::Value) -> Result<Arch, ConfigError> {
+        self.with_overrides(&[(key, value.clone())])
+    }
+
+    /// [`Arch::with_override`] with the value in TOML syntax (`"3.35 TB/s"`, `132`, `2.5`); text
+    /// that is not a TOML value is taken as a string (`3.35 TB/s`).
+    pub fn with_override_str(&self, key: &str, value: &str) -> Result<Arch, ConfigError> {
+        let v = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.trim().to_string()));
+        self.with_override(key, &v)
+    }
+
+    /// This chip with several parameters set at once, through the loader: the overrides are
+    /// parsed as a file of their own (keys checked against the schema, with the nearest valid
+    /// key for an unknown one; values by the same unit parsing) merged over this chip's
+    /// fully resolved form ([`crate::to_toml`]), resolved (range checks) and validated (the
+    /// cross-field rules are checked once, on the result). Errors name the key.
+    pub fn with_overrides(&self, overrides: &[(&str, toml::Value)]) -> Result<Arch, ConfigError> {
+        let mut doc = toml::Table::new();
+        for (key, value) in overrides {
+            insert_dotted(&mut doc, key, value.clone())?;
+        }
+        let name = match overrides {
+            [(key, _)] => format!("override of `{key}`"),
+            _ => "overrides".to_string(),
+        };
+        let text = toml::to_string(&doc).map_err(|e| ConfigError::Syntax {
+            at: crate::error::Loc { file: name.clone(), line: 0, col: 0 },
+            message: e.to_string(),
+        })?;
+        let keys = KeySet::new();
+        let src = Source { name, text };
+        let mut raw = parse(&src, &keys)?;
+        let base = parse(&Source { name: self.name.clone(), text: crate::introspect::to_toml(self) }, &keys)?;
+        raw.merge_parent(base);
+        let cx = Cx { file: &src.name, inherits: &[] };
+        let arch = raw.resolve(&self.name, &self.description, &cx)?;
+        validate(&arch).map_err(|e| match e {
+            ConfigError::Invalid { keys, message, at: None } => {
+                let locs = raw.locs();
+                let at = keys.iter().find_map(|k| locs.get(k).cloned());
+                ConfigError::Invalid { keys, message, at }
+            }
+            e => e,
+        })?;
+        Ok(arch)
+    }
+
+    /// The parameter `key` (dotted, as in a file) as a number in its kind's base unit
+    /// ([`crate::ParamKind`]: bytes, cycles, picoseconds, Hz, B/s, B/clk); `None` for text,
+    /// lists and unknown keys.
+    pub fn value(&self, key: &str) -> Option<f64> {
+        crate::schema::number(self, key)
+    }
+}
+
+/// Sets `key` (dotted) in `doc`, creating the tables on the way.
+fn insert_dotted(doc: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), ConfigError> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let (leaf, path) = parts.split_last().expect("split yields one part");
+    let mut table = doc;
+    for p in path {
+        let entry = table.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| ConfigError::UnknownParam { name: key.to_string(), suggestion: None })?;
+    }
+    table.insert(leaf.to_string(), value);
+    Ok(())
+}
+
 fn unknown_preset(name: &str) -> ConfigError {
     let known = presets::names();
     ConfigError::UnknownPreset {

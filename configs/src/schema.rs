@@ -380,19 +380,54 @@ pub(crate) fn emit(a: &Arch) -> Vec<(String, String)> {
     s
 }
 
+/// The parameter `key` of `a` (dotted, as in a file) as a number in its kind's base unit;
+/// `opcodes.<BASE>.*` of an opcode without an override is its pipe class's timing. `None`: no
+/// such numeric parameter.
+pub(crate) fn number(a: &Arch, key: &str) -> Option<f64> {
+    let (head, rest) = key.split_once('.')?;
+    match head {
+        "clocks" => RawClocks::number(&a.clocks, rest),
+        "sm" => RawSm::number(&a.sm, rest),
+        "scheduler" => RawScheduler::number(&a.scheduler, rest),
+        "tensor" => RawTensor::number(&a.tensor, rest),
+        "l1" => RawL1::number(&a.l1, rest),
+        "l2" => RawL2::number(&a.l2, rest),
+        "noc" => RawNoc::number(&a.noc, rest),
+        "hbm" => RawHbm::number(&a.hbm, rest),
+        "sim" => RawSim::number(&a.sim, rest),
+        "pipes" => {
+            let (class, field) = rest.split_once('.')?;
+            let class = UnitClass::ALL.into_iter().find(|c| c.name() == class)?;
+            RawPipe::number(&a.pipes.get(class), field)
+        }
+        "opcodes" => {
+            let (base, field) = rest.split_once('.')?;
+            let timing = match a.opcodes.get(base) {
+                Some(t) => *t,
+                None => a.pipes.get(gpusim_isa::opcode::lookup(base)?.unit),
+            };
+            RawPipe::number(&timing, field)
+        }
+        _ => None,
+    }
+}
+
 /// The placeholder that stands for any known base mnemonic in `opcodes.<BASE>.*` parameter names.
 pub(crate) const OPCODE_PLACEHOLDER: &str = "<BASE>";
 
 /// Metadata of every parameter, in schema order. Pipes are listed per class (with the class's
 /// default from the ISA table); per-opcode overrides once, as `opcodes.<BASE>.*`.
 pub(crate) fn describe_all() -> Vec<ParamInfo> {
-    let top = |name: &str, description: &str, unit, default: Option<&str>, expected| ParamInfo {
+    let top = |name: &str, description: &str, unit, default: Option<&str>, expected, kind| ParamInfo {
         name: name.to_string(),
         description: paragraph(description),
         unit,
         default: default.map(str::to_string),
         range: None,
         expected,
+        kind,
+        min: None,
+        max: None,
     };
     let mut out = vec![
         top(
@@ -401,14 +436,16 @@ pub(crate) fn describe_all() -> Vec<ParamInfo> {
             "text",
             Some("the preset name or the file name without `.toml`"),
             String::EXPECTED,
+            String::KIND,
         ),
-        top("description", "One line saying what the chip is.", "text", Some("empty"), String::EXPECTED),
+        top("description", "One line saying what the chip is.", "text", Some("empty"), String::EXPECTED, String::KIND),
         top(
             "compute_capability",
             "CUDA compute capability, major.minor (\"8.0\" for A100, \"9.0\" for H100).",
             "major.minor",
             None,
             ComputeCapability::EXPECTED,
+            ComputeCapability::KIND,
         ),
         top(
             "inherits",
@@ -417,6 +454,7 @@ pub(crate) fn describe_all() -> Vec<ParamInfo> {
             "preset or path",
             Some("none"),
             String::EXPECTED,
+            String::KIND,
         ),
     ];
     RawClocks::describe(RawClocks::PATH, None, &mut out);

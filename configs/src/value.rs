@@ -12,12 +12,46 @@ use crate::units::{Bytes, BytesPerCycle, BytesPerSec, Cycles, Hertz, Picos, Unit
 pub(crate) trait ParamValue: Clone + PartialEq + fmt::Debug + for<'de> serde::Deserialize<'de> {
     /// What a value looks like, for error messages ("expected a positive integer").
     const EXPECTED: &'static str;
+    /// The parameter's typed kind.
+    const KIND: ParamKind;
+    /// The value as a number in the kind's base unit ([`ParamKind`]); `None` for text and lists.
+    fn number(&self) -> Option<f64> {
+        None
+    }
     /// A TOML literal (`132`, `"50 MiB"`, `["0 B", "8 KiB"]`) that reads back to exactly `self`.
     fn to_toml(&self) -> String;
     /// The value for people: the literal without string quotes.
     fn show(&self) -> String {
         unquote(&self.to_toml())
     }
+}
+
+/// The type of a parameter, and the base unit its numbers ([`crate::ParamInfo::min`],
+/// [`crate::Arch::value`]) are in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// Bytes.
+    Bytes,
+    /// SM-clock cycles.
+    Cycles,
+    /// A duration, in picoseconds.
+    Time,
+    /// A frequency, in Hz.
+    Hertz,
+    /// A bandwidth, in bytes per second.
+    BytesPerSec,
+    /// A bandwidth, in bytes per SM-clock cycle.
+    BytesPerCycle,
+    /// A whole number.
+    Integer,
+    /// A number.
+    Float,
+    /// Text (a name, a policy).
+    Text,
+    /// A list of sizes.
+    ByteList,
+    /// A compute capability (major·10 + minor).
+    ComputeCapability,
 }
 
 /// `"50 MiB"` → `50 MiB`; anything else unchanged.
@@ -34,6 +68,10 @@ fn quoted(s: &str) -> String {
 
 impl ParamValue for u32 {
     const EXPECTED: &'static str = "a positive integer";
+    const KIND: ParamKind = ParamKind::Integer;
+    fn number(&self) -> Option<f64> {
+        Some(*self as f64)
+    }
     fn to_toml(&self) -> String {
         self.to_string()
     }
@@ -41,6 +79,10 @@ impl ParamValue for u32 {
 
 impl ParamValue for f64 {
     const EXPECTED: &'static str = "a number";
+    const KIND: ParamKind = ParamKind::Float;
+    fn number(&self) -> Option<f64> {
+        Some(*self)
+    }
     fn to_toml(&self) -> String {
         if self.is_finite() && self.fract() == 0.0 && self.abs() < 1e15 {
             format!("{}", *self as i64)
@@ -57,6 +99,7 @@ impl ParamValue for f64 {
 
 impl ParamValue for String {
     const EXPECTED: &'static str = "a string";
+    const KIND: ParamKind = ParamKind::Text;
     fn to_toml(&self) -> String {
         quoted(self)
     }
@@ -83,6 +126,10 @@ fn whole_in(n: u64, scale: u64, unit: &str) -> Option<String> {
 
 impl ParamValue for Bytes {
     const EXPECTED: &'static str = "a size such as \"50 MiB\" or a whole number of bytes";
+    const KIND: ParamKind = ParamKind::Bytes;
+    fn number(&self) -> Option<f64> {
+        Some(self.0 as f64)
+    }
     fn to_toml(&self) -> String {
         const UNITS: [(u64, &str); 7] = [
             (1 << 40, "TiB"),
@@ -102,6 +149,10 @@ impl ParamValue for Bytes {
 
 impl ParamValue for Hertz {
     const EXPECTED: &'static str = "a frequency such as \"1.98 GHz\" or \"1410 MHz\"";
+    const KIND: ParamKind = ParamKind::Hertz;
+    fn number(&self) -> Option<f64> {
+        Some(self.0 as f64)
+    }
     fn to_toml(&self) -> String {
         let n = self.0;
         let t = whole_in(n, 1_000_000, "MHz").or_else(|| whole_in(n, 1_000, "kHz")).unwrap_or(format!("{n} Hz"));
@@ -111,6 +162,10 @@ impl ParamValue for Hertz {
 
 impl ParamValue for BytesPerSec {
     const EXPECTED: &'static str = "a bandwidth such as \"3.35 TB/s\"";
+    const KIND: ParamKind = ParamKind::BytesPerSec;
+    fn number(&self) -> Option<f64> {
+        Some(self.0)
+    }
     fn to_toml(&self) -> String {
         let v = self.0;
         let candidates = [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s")].map(|(s, u)| format!("{} {u}", v / s));
@@ -120,6 +175,10 @@ impl ParamValue for BytesPerSec {
 
 impl ParamValue for Cycles {
     const EXPECTED: &'static str = "a whole number of cycles such as \"33 cycles\" or 33";
+    const KIND: ParamKind = ParamKind::Cycles;
+    fn number(&self) -> Option<f64> {
+        Some(self.0 as f64)
+    }
     fn to_toml(&self) -> String {
         quoted(&format!("{} {}", self.0, if self.0 == 1 { "cycle" } else { "cycles" }))
     }
@@ -127,6 +186,10 @@ impl ParamValue for Cycles {
 
 impl ParamValue for BytesPerCycle {
     const EXPECTED: &'static str = "a bandwidth such as \"128 B/clk\" or 128";
+    const KIND: ParamKind = ParamKind::BytesPerCycle;
+    fn number(&self) -> Option<f64> {
+        Some(self.0)
+    }
     fn to_toml(&self) -> String {
         let v = self.0;
         exact(self, [format!("{v} B/clk")], format!("{v:?} B/clk"))
@@ -135,6 +198,10 @@ impl ParamValue for BytesPerCycle {
 
 impl ParamValue for Picos {
     const EXPECTED: &'static str = "a duration such as \"120 ns\"";
+    const KIND: ParamKind = ParamKind::Time;
+    fn number(&self) -> Option<f64> {
+        Some(self.0 as f64)
+    }
     fn to_toml(&self) -> String {
         let n = self.0;
         let t = whole_in(n, 1_000_000, "us").or_else(|| whole_in(n, 1_000, "ns")).unwrap_or(format!("{n} ps"));
@@ -144,6 +211,7 @@ impl ParamValue for Picos {
 
 impl ParamValue for Vec<Bytes> {
     const EXPECTED: &'static str = "an array of sizes such as [\"0 KiB\", \"8 KiB\", \"16 KiB\"]";
+    const KIND: ParamKind = ParamKind::ByteList;
     fn to_toml(&self) -> String {
         let items: Vec<String> = self.iter().map(|b| if b.0 == 0 { quoted("0 KiB") } else { b.to_toml() }).collect();
         format!("[{}]", items.join(", "))
@@ -194,6 +262,10 @@ impl<'de> serde::Deserialize<'de> for ComputeCapability {
 
 impl ParamValue for ComputeCapability {
     const EXPECTED: &'static str = "a compute capability such as \"9.0\" or 90";
+    const KIND: ParamKind = ParamKind::ComputeCapability;
+    fn number(&self) -> Option<f64> {
+        Some(self.0 as f64)
+    }
     fn to_toml(&self) -> String {
         quoted(&format!("{}.{}", self.0 / 10, self.0 % 10))
     }
