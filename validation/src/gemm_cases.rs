@@ -11,7 +11,7 @@ use gpusim_sim_core::{SimOptions, simulate};
 use gpusim_workloads::gemm::{self, Dtype, GemmProblem, Twin};
 
 use crate::hash::{hash_str, hash_trace};
-use crate::reference::{Case, Metric};
+use crate::case::{Case, Metric};
 
 /// Input data type of a GEMM case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::CudaSlice;
 
 use crate::measurement::new_case;
-use crate::reference::{Kind, Metric};
+use crate::case::{Kind, Metric};
 
 use super::MeasureError;
 use super::gpu::{Gpu, alloc, drv, fill};

@@ -40,7 +40,7 @@ use cudarc::cublaslt::sys;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use crate::measurement::new_case;
-use crate::reference::{Kind, Metric};
+use crate::case::{Kind, Metric};
 
 use super::MeasureError;
 use super::gemm::{buffer_sets, check_entries_within, seeds};

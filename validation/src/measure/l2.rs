@@ -4,7 +4,7 @@
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 use crate::measurement::new_case;
-use crate::reference::{Kind, Metric};
+use crate::case::{Kind, Metric};
 
 use super::MeasureError;
 use super::gpu::{alloc, drv, fill};

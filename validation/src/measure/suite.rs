@@ -352,7 +352,7 @@ mod tests {
     fn fp8_cases_read_as_plain_fp8() {
         use crate::gemm_cases::{GemmDtype, gemm_shape};
         use crate::measurement::new_case;
-        use crate::reference::{Kind, Metric};
+        use crate::case::{Kind, Metric};
         let mut c = new_case("gemm-cublas-fp8-8192x8192x8192", Kind::Gemm, Metric::Tflops, 1000.0);
         c.dtype = Some(FP8_DTYPE.into());
         c.implementation = Some(fp8_implementation("13.1.0"));
@@ -367,7 +367,7 @@ mod tests {
     fn quick_chase_levels_are_the_ones_correlate_simulates() {
         use crate::measurement::new_case;
         use crate::memory_cases::{Bench, Plan as CasePlan, memory_case_plan};
-        use crate::reference::{Kind, Metric};
+        use crate::case::{Kind, Metric};
         let l2 = 60 << 20; // H200
         let levels: Vec<String> =
             Plan::new(Suite::Quick).chase_footprints.iter().map(|&f| chase_level(f, l2)).collect();

@@ -35,7 +35,7 @@ use gpusim_workloads::ubench::{
     l2_read, pointer_chase_pair, stream,
 };
 
-use crate::reference::{Case, Kind, Metric, Trust};
+use crate::case::{Case, Kind, Metric, Trust};
 
 /// Footprint of the L1 latency chase: well inside every L1 (A100: 192 KiB less the carveout).
 pub const L1_CHASE_FOOTPRINT: u64 = 32 << 10;
