@@ -321,7 +321,6 @@ pub enum Error {
     Case { path: PathBuf, line: usize, index: usize, id: Option<String>, message: String },
 }
 
-
 /// The GPU a file's numbers were measured on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -388,7 +387,6 @@ pub struct Method {
     pub notes: Option<String>,
 }
 
-
 /// The part as the reference data names it, from the driver's device name and SM count: the
 /// names that `gpusim_configs::ALIASES`
 /// maps to presets ("H200 SXM", "H100 SXM", "H100 PCIe", "H800 SXM5", "H800 PCIe", "A100 80GB",
@@ -422,3 +420,15 @@ pub fn hardware_for(device_name: &str, sm_count: u32) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // Writing
+
+// Pointer-chase footprints: the harness measures at these and the memory cases simulate them.
+
+/// Footprint of the L1 latency chase: well inside every L1 (A100: 192 KiB less the carveout).
+pub const L1_CHASE_FOOTPRINT: u64 = 32 << 10;
+/// Footprint of the near-L2 latency chase: above every L1, below half of every L2.
+pub const L2_CHASE_FOOTPRINT: u64 = 4 << 20;
+/// Footprint of the far-L2 chase on A100 (RRZE's far plateau is 25–31 MB; the near partition
+/// holds 20 MiB).
+pub const L2_FAR_CHASE_FOOTPRINT: u64 = 28 << 20;
+/// DRAM chase footprint when the source does not state one.
+pub const DEFAULT_DRAM_CHASE_FOOTPRINT: u64 = 256 << 20;

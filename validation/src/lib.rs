@@ -55,6 +55,6 @@ mod panic;
 pub mod reference;
 pub mod stats;
 
-pub use memory_cases::{Bench, Plan, latency_sweep, memory_case_plan};
 pub use case::{Case, Kind, Metric, Trust};
+pub use memory_cases::{Bench, Plan, latency_sweep, memory_case_plan};
 pub use reference::{default_reference_dir, load_cases};

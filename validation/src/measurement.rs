@@ -42,8 +42,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use crate::case::{Device, Method, hardware_for};
 use crate::case::{Case, Error, Kind, Metric};
+pub use crate::case::{Device, Method, hardware_for};
 use crate::reference::parse_file;
 
 /// `how_read` of every case `gpusim measure` writes.
@@ -76,7 +76,6 @@ pub fn load(path: impl AsRef<Path>) -> Result<Measurements, Error> {
 pub fn new_case(id: impl Into<String>, kind: Kind, metric: Metric, value: f64) -> Case {
     Case { how_read: HOW_READ.to_string(), ..Case::new(id, kind, metric, value) }
 }
-
 
 /// A key as TOML writes it: bare when it can be, else quoted.
 fn key(k: &str) -> String {

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::case::{Device, Method};
 pub use crate::case::{Case, Error, Kind, Metric, Trust};
+use crate::case::{Device, Method};
 
 /// The `[[case]]` array of one file, and the file-level `[device]` and `[method]` of measurement
 /// files.
