@@ -106,8 +106,8 @@ pub fn load_data(path: &Path, opts: &DataOptions) -> Result<Loaded, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::case::{Kind, Metric};
     use crate::kernel_cases::{EXTRA_TRACE_KERNEL, EXTRA_TRACE_UNMATCHED, KERNEL_KIND};
-    use crate::reference::{Kind, Metric};
 
     fn workspace() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -10,8 +10,8 @@ use gpusim_isa::MemTraceSource;
 use gpusim_sim_core::{SimOptions, simulate};
 use gpusim_workloads::gemm::{self, Dtype, GemmProblem, Twin};
 
+use crate::case::{Case, Metric};
 use crate::hash::{hash_str, hash_trace};
-use crate::reference::{Case, Metric};
 
 /// Input data type of a GEMM case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

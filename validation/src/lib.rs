@@ -2,8 +2,10 @@
 //!
 //! Compares simulations with measurements of real GPUs.
 //!
+//! - [`case`]: the shared types every other module speaks: [`Case`] (its [`Kind`], [`Metric`],
+//!   [`Trust`]), [`case::Device`], [`case::Method`] and the loading [`case::Error`].
 //! - [`mod@reference`]: the reference measurements (`shared/reference/*.toml`), parsed into
-//!   [`reference::Case`]s.
+//!   [`Case`]s.
 //! - [`memory_cases`]: every latency and bandwidth case mapped to a microbenchmark simulation
 //!   ([`memory_cases::Plan`]) or to an explicit reason why none applies; running a plan gives the
 //!   simulated value in the case's metric. [`memory_cases::latency_sweep`] gives simulated
@@ -37,6 +39,7 @@
 //! measurement and trace files it is asked to read.
 
 pub mod calibrate;
+pub mod case;
 pub mod correlate;
 pub mod data;
 pub mod gate;
@@ -52,5 +55,6 @@ mod panic;
 pub mod reference;
 pub mod stats;
 
+pub use case::{Case, Kind, Metric, Trust};
 pub use memory_cases::{Bench, Plan, latency_sweep, memory_case_plan};
-pub use reference::{Case, Kind, Metric, Trust, default_reference_dir, load_cases};
+pub use reference::{default_reference_dir, load_cases};

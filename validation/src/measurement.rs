@@ -40,78 +40,14 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::reference::{Case, Error, Kind, Metric, parse_file};
+use crate::case::{Case, Error, Kind, Metric};
+pub use crate::case::{Device, Method, hardware_for};
+use crate::reference::parse_file;
 
 /// `how_read` of every case `gpusim measure` writes.
 pub const HOW_READ: &str = "gpusim measure";
-
-/// The GPU a file's numbers were measured on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Device {
-    /// As the driver names it ("NVIDIA H200", "NVIDIA H100 80GB HBM3", ...).
-    pub name: String,
-    pub sm_count: u32,
-    /// SM clock during the run, MHz; `clock_source` says how it was read.
-    pub sm_clock_mhz: f64,
-    /// Memory clock during the run, MHz (as the driver states it; HBM data rate is twice it).
-    pub memory_clock_mhz: f64,
-    pub l2_bytes: u64,
-    pub memory_bytes: u64,
-    /// `major.minor`.
-    pub compute_capability: String,
-    /// The kernel driver's version (NVML), else the CUDA driver API version.
-    pub driver_version: String,
-    /// The CUDA libraries used: driver API, NVRTC, cuBLAS versions.
-    pub cuda_version: String,
-    /// The largest SM clock the device reports, MHz.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sm_clock_max_mhz: Option<f64>,
-    /// The largest memory clock the device reports, MHz.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_clock_max_mhz: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_bus_width_bits: Option<u32>,
-    /// How `sm_clock_mhz` and `memory_clock_mhz` were read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clock_source: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notes: Option<String>,
-}
-
-impl Device {
-    /// The part as the reference data and the preset tables name it ([`hardware_for`]).
-    pub fn hardware(&self) -> String {
-        hardware_for(&self.name, self.sm_count)
-    }
-}
-
-/// How a file's (or a case's) numbers were taken.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Method {
-    /// Untimed runs before the timed ones.
-    pub warmups: u32,
-    /// Timed runs the statistic is taken over.
-    pub repetitions: u32,
-    /// `median`, `mean`, `min`, ...
-    pub statistic: String,
-    /// Whether the inputs were random (never all zeros: zero operands run faster).
-    pub random_inputs: bool,
-    /// What timed the runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timer: Option<String>,
-    /// How repeated runs were kept from measuring the L2 (rotating input buffers, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub buffers: Option<String>,
-    /// How the results were checked before timing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notes: Option<String>,
-}
 
 /// A measurement file: its file-level tables and its cases.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,40 +76,6 @@ pub fn load(path: impl AsRef<Path>) -> Result<Measurements, Error> {
 pub fn new_case(id: impl Into<String>, kind: Kind, metric: Metric, value: f64) -> Case {
     Case { how_read: HOW_READ.to_string(), ..Case::new(id, kind, metric, value) }
 }
-
-/// The part as the reference data names it, from the driver's device name and SM count: the
-/// names that `gpusim_configs::ALIASES`
-/// maps to presets ("H200 SXM", "H100 SXM", "H100 PCIe", "H800 SXM5", "H800 PCIe", "A100 80GB",
-/// "A100 PCIe"). A part no preset models (H100 NVL, GH200, A100 40GB SXM4, A100 80GB PCIe, ...) keeps
-/// the driver's name.
-pub fn hardware_for(device_name: &str, sm_count: u32) -> String {
-    let n = device_name.to_ascii_lowercase();
-    let has = |s: &str| n.contains(s);
-    // GH200 (Grace Hopper) modules differ in memory from both SXM parts: not matched.
-    let named = if has("gh200") || has("gh100") {
-        None
-    } else if has("h200") && !has("nvl") {
-        Some("H200 SXM")
-    } else if has("h100") && has("pcie") {
-        Some("H100 PCIe")
-    } else if has("h100") && !has("nvl") && sm_count == 132 {
-        Some("H100 SXM")
-    } else if has("h800") && has("pcie") {
-        Some("H800 PCIe")
-    } else if has("h800") && sm_count == 132 {
-        Some("H800 SXM5")
-    } else if has("a100") && has("pcie") && has("40gb") {
-        Some("A100 PCIe")
-    } else if has("a100") && has("sxm") && has("80gb") {
-        Some("A100 80GB")
-    } else {
-        None
-    };
-    named.map_or_else(|| device_name.trim().to_string(), str::to_string)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Writing
 
 /// A key as TOML writes it: bare when it can be, else quoted.
 fn key(k: &str) -> String {

@@ -115,7 +115,7 @@ pub struct Point {
     pub group: String,
     pub sim: f64,
     pub measured: f64,
-    /// Trust weight ([`crate::reference::Trust::weight`]).
+    /// Trust weight ([`crate::case::Trust::weight`]).
     pub weight: f64,
 }
 

@@ -27,12 +27,12 @@ use gpusim_configs::{load_preset, to_toml};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::case::Case;
 use crate::gemm_cases::run_gemm;
 use crate::hash::hash_str;
 use crate::kernel_cases::{run_kernel_job, trace_hash};
 use crate::memory_cases::{self, arch_for};
 use crate::panic::panic_message;
-use crate::reference::Case;
 use crate::stats::{Point, Summary, summarize};
 
 /// What became of a case.
@@ -435,7 +435,7 @@ locator = "l"
 
     #[test]
     fn twin_cases_are_simulated_with_their_own_design() {
-        use crate::reference::{Kind, Metric};
+        use crate::case::{Kind, Metric};
         use gpusim_workloads::gemm::Twin;
         let twin = |id: &str, hardware: &str| {
             let mut c = Case::new(id, Kind::Other(TWIN_KIND.into()), Metric::Tflops, 100.0);

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeSet;
 
+use crate::case::{Case, Kind};
 use crate::gemm_cases::{GemmShape, TWIN_KIND, gemm_shape, twin_shape};
 use crate::kernel_cases::{KERNEL_KIND, KernelJob, plan_kernel_case};
 use crate::memory_cases::{Bench, Plan, memory_case_plan};
-use crate::reference::{Case, Kind};
 
 pub use gpusim_configs::preset_for_hardware;
 

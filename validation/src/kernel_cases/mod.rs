@@ -28,7 +28,7 @@ use gpusim_configs::Arch;
 use gpusim_isa::{KernelSource, TraceError, TraceSource, accelsim};
 use gpusim_sim_core::{SimOptions, simulate};
 
-use crate::reference::{Case, Metric};
+use crate::case::{Case, Metric};
 
 mod names;
 pub use names::{NameMatch, name_match};

@@ -6,8 +6,8 @@ use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::CudaSlice;
 
+use crate::case::{Kind, Metric};
 use crate::measurement::new_case;
-use crate::reference::{Kind, Metric};
 
 use super::MeasureError;
 use super::gpu::{Gpu, alloc, drv, fill};

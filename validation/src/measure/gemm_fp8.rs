@@ -39,8 +39,8 @@ use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublaslt::sys;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
+use crate::case::{Kind, Metric};
 use crate::measurement::new_case;
-use crate::reference::{Kind, Metric};
 
 use super::MeasureError;
 use super::gemm::{buffer_sets, check_entries_within, seeds};

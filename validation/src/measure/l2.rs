@@ -3,8 +3,8 @@
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
+use crate::case::{Kind, Metric};
 use crate::measurement::new_case;
-use crate::reference::{Kind, Metric};
 
 use super::MeasureError;
 use super::gpu::{alloc, drv, fill};

@@ -1,7 +1,7 @@
 //! The order of a run, the cases' common fields, the file's `[device]` and `[method]`.
 
+use crate::case::Case;
 use crate::measurement::{Device, Measurements, Method, hardware_for};
-use crate::reference::Case;
 
 use super::gpu::{Gpu, check_cublas};
 use super::host::median;

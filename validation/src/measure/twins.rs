@@ -10,8 +10,8 @@ use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfi
 
 use gpusim_workloads::gemm::Twin as Design;
 
+use crate::case::{Kind, Metric};
 use crate::measurement::new_case;
-use crate::reference::{Kind, Metric};
 
 use super::MeasureError;
 use super::gemm::{buffer_sets, check_entries};

@@ -35,17 +35,10 @@ use gpusim_workloads::ubench::{
     l2_read, pointer_chase_pair, stream,
 };
 
-use crate::reference::{Case, Kind, Metric, Trust};
+use crate::case::{Case, Kind, Metric, Trust};
 
-/// Footprint of the L1 latency chase: well inside every L1 (A100: 192 KiB less the carveout).
-pub const L1_CHASE_FOOTPRINT: u64 = 32 << 10;
-/// Footprint of the near-L2 latency chase: above every L1, below half of every L2.
-pub const L2_CHASE_FOOTPRINT: u64 = 4 << 20;
-/// Footprint of the far-L2 chase on A100 (RRZE's far plateau is 25–31 MB; the near partition
-/// holds 20 MiB).
-pub const L2_FAR_CHASE_FOOTPRINT: u64 = 28 << 20;
-/// DRAM chase footprint when the source does not state one.
-pub const DEFAULT_DRAM_CHASE_FOOTPRINT: u64 = 256 << 20;
+pub use crate::case::{DEFAULT_DRAM_CHASE_FOOTPRINT, L1_CHASE_FOOTPRINT, L2_CHASE_FOOTPRINT, L2_FAR_CHASE_FOOTPRINT};
+
 /// Stream and l2bench-DRAM traffic per kernel, in multiples of the L2 size.
 pub const STREAM_L2_MULTIPLE: u64 = 4;
 /// Bytes the timed L2-bandwidth kernel reads (RRZE's data set, read repeatedly).

@@ -44,8 +44,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::case::{Case, Kind, Metric};
 use crate::kernel_cases::{EXTRA_BLOCK, EXTRA_GRID, EXTRA_KERNEL_NAME, EXTRA_NCU_ID, EXTRA_SM_CYCLES, KERNEL_KIND};
-use crate::reference::{Case, Kind, Metric};
 
 /// Metrics giving a launch's duration, in order of preference (raw name, then the details
 /// page's name).
