@@ -84,14 +84,7 @@ impl Arch {
         raw.merge_parent(base);
         let cx = Cx { file: &src.name, inherits: &[] };
         let arch = raw.resolve(&self.name, &self.description, &cx)?;
-        validate(&arch).map_err(|e| match e {
-            ConfigError::Invalid { keys, message, at: None } => {
-                let locs = raw.locs();
-                let at = keys.iter().find_map(|k| locs.get(k).cloned());
-                ConfigError::Invalid { keys, message, at }
-            }
-            e => e,
-        })?;
+        validate_located(&arch, &raw)?;
         Ok(arch)
     }
 
@@ -178,6 +171,18 @@ fn read(origin: Origin) -> Result<Loaded, ConfigError> {
     }
 }
 
+/// [`validate`], with a failed rule located at the first of its keys that `raw` set.
+fn validate_located(arch: &Arch, raw: &RawConfig) -> Result<(), ConfigError> {
+    validate(arch).map_err(|e| match e {
+        ConfigError::Invalid { keys, message, at: None } => {
+            let locs = raw.locs();
+            let at = keys.iter().find_map(|k| locs.get(k).cloned());
+            ConfigError::Invalid { keys, message, at }
+        }
+        e => e,
+    })
+}
+
 fn load_origin(origin: Origin) -> Result<Arch, ConfigError> {
     let keys = KeySet::new();
     let mut stack = Vec::new();
@@ -188,14 +193,7 @@ fn load_origin(origin: Origin) -> Result<Arch, ConfigError> {
         None => String::new(),
     };
     let arch = raw.resolve(&leaf.default_name, &description, &cx)?;
-    validate(&arch).map_err(|e| match e {
-        ConfigError::Invalid { keys, message, at: None } => {
-            let locs = raw.locs();
-            let at = keys.iter().find_map(|k| locs.get(k).cloned());
-            ConfigError::Invalid { keys, message, at }
-        }
-        e => e,
-    })?;
+    validate_located(&arch, &raw)?;
     Ok(arch)
 }
 

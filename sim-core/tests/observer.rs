@@ -53,13 +53,7 @@ impl Observer for Counting {
 
 fn trace() -> Trace {
     let a = |id: u32, stream: u32, ctas: u32, n: u32| {
-        let mut kb = KB::new(&format!("k{id}"), ctas, 64);
-        let p = ffma_program(&mut kb, n, 4);
-        let p = kb.program(p);
-        kb.all_warps(p);
-        let mut k = kb.build();
-        k.info.id = id;
-        k.info.stream = stream;
+        let mut k = ffma_kernel(id, stream, ctas, n);
         k.info.grid = Dim3::new(ctas, 2, 1);
         k
     };

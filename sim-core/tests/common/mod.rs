@@ -184,3 +184,15 @@ pub fn ffma_program(kb: &mut KB, n: u32, chains: u8) -> Program {
     b.inst(exit);
     b.finish().unwrap()
 }
+
+/// A compute kernel with id `id` on `stream`: `ctas` CTAs of 4 warps, each running `n` FFMAs.
+pub fn ffma_kernel(id: u32, stream: u32, ctas: u32, n: u32) -> KernelTrace {
+    let mut kb = KB::new(&format!("k{id}"), ctas, 128);
+    let p = ffma_program(&mut kb, n, 4);
+    let p = kb.program(p);
+    kb.all_warps(p);
+    let mut k = kb.build();
+    k.info.id = id;
+    k.info.stream = stream;
+    k
+}
