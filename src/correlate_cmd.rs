@@ -53,13 +53,26 @@ pub struct CorrelateArgs {
     pub quiet: bool,
 }
 
-/// `--threads`: at least 1; by default the number of cores.
+/// `--threads`: at least 1; by default `RAYON_NUM_THREADS` where it is set (as rayon's own
+/// global pool reads it), else the number of cores.
 pub fn threads(arg: Option<usize>) -> CliResult<usize> {
     match arg {
         Some(0) => Err(CliError::input("--threads: must be at least 1")),
         Some(n) => Ok(n),
-        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        None => match std::env::var("RAYON_NUM_THREADS") {
+            Ok(v) if !v.trim().is_empty() => match v.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(n),
+                // rayon reads 0 as "the default".
+                Ok(_) => Ok(cores()),
+                Err(_) => Err(CliError::input(format!("RAYON_NUM_THREADS: `{v}` is not a thread count"))),
+            },
+            _ => Ok(cores()),
+        },
     }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// How `--data` CSV files are read (shared by `gpusim correlate` and `gpusim calibrate`).

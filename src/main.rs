@@ -7,6 +7,7 @@ mod correlate_cmd;
 mod error;
 mod gemm_cmd;
 mod measure_cmd;
+mod output;
 mod print;
 mod run;
 mod trace_cmd;

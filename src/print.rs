@@ -6,6 +6,11 @@ use gpusim_sim_core::{KernelReport, Report};
 
 /// `1234567` → `1,234,567`.
 pub fn thousands(n: u64) -> String {
+    thousands_wide(n as u128)
+}
+
+/// [`thousands`] for counts past 2^64.
+pub fn thousands_wide(n: u128) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

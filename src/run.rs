@@ -27,6 +27,11 @@ pub struct RunArgs {
     /// Print nothing but errors (with --json).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Refuse a chip whose model state would exceed this much memory (e.g. `4 GiB`, `512 MiB`):
+    /// an `l2.size` typo asks for gigabytes of tags. The bound is worked out before anything is
+    /// built (sim_core::footprint).
+    #[arg(long, default_value = "4 GiB", value_parser = parse_bytes)]
+    pub max_memory: gpusim_configs::Bytes,
     /// Trace: gpusim text or binary, an Accel-Sim kernelslist.g, or a folder holding one.
     pub trace: PathBuf,
 }
@@ -44,10 +49,36 @@ pub fn load_arch(name: &str, clock_mhz: Option<f64>) -> CliResult<Arch> {
     Ok(arch)
 }
 
+fn parse_bytes(s: &str) -> Result<gpusim_configs::Bytes, String> {
+    s.parse::<gpusim_configs::Bytes>().map_err(|e| format!("`{s}`: {e} (e.g. `4 GiB`)"))
+}
+
+/// Fails with exit code 2 when the chip's model would need more than `limit` bytes, naming the
+/// parts and the parameters that size them.
+pub fn check_footprint(arch: &Arch, limit: gpusim_configs::Bytes) -> CliResult {
+    let f = gpusim_sim_core::footprint(arch);
+    if f.total() <= limit.0 {
+        return Ok(());
+    }
+    let parts: Vec<String> = f
+        .parts()
+        .iter()
+        .filter(|p| p.1 > 0)
+        .map(|(what, b, keys)| format!("{what} {} ({keys})", print::bytes(*b)))
+        .collect();
+    Err(CliError::input(format!(
+        "chip `{}`: its model needs up to {} of memory, more than --max-memory {}: {}",
+        arch.name,
+        print::bytes(f.total()),
+        print::bytes(limit.0),
+        parts.join(", ")
+    )))
+}
+
 fn write_json(path: &Path, r: &Report) -> CliResult {
     let text =
         serde_json::to_string_pretty(r).map_err(|e| CliError::input(format!("cannot encode the report: {e}")))?;
-    std::fs::write(path, text + "\n").map_err(|e| CliError::input(format!("{}: cannot write: {e}", path.display())))
+    crate::output::write_atomic(path, (text + "\n").as_bytes())
 }
 
 /// Simulates `trace` on `arch`; on failure the partial report of finished kernels is returned
@@ -70,6 +101,10 @@ pub fn simulate_file(arch: &Arch, trace: &Path, opts: &SimOptions) -> Result<Rep
 
 pub fn run(a: RunArgs) -> CliResult {
     let arch = load_arch(&a.arch, a.clock_mhz)?;
+    check_footprint(&arch, a.max_memory)?;
+    if let Some(j) = &a.json {
+        crate::output::check_writable(j, "--json")?;
+    }
     let opts = SimOptions { memory_model: a.memory_model.clone() };
     match simulate_file(&arch, &a.trace, &opts) {
         Ok(r) => {

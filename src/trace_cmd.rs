@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Subcommand;
-use gpusim_isa::{CtaLayout, KernelTrace, Program, Trace, TraceSource, binary, text};
+use gpusim_isa::{CtaLayout, KernelSource, KernelTrace, Program, Trace, TraceSource, binary, text};
 
 use crate::error::{CliError, CliResult};
-use crate::print::thousands;
+use crate::print::{thousands, thousands_wide};
 
 #[derive(Subcommand)]
 pub enum TraceCmd {
@@ -37,6 +37,65 @@ pub enum TraceCmd {
     /// `gpusim trace params`).
     #[command(external_subcommand)]
     Generator(Vec<String>),
+}
+
+/// What `trace info` counts of one kernel.
+struct KernelCount {
+    ctas: u64,
+    /// Warp instructions of the CTAs counted (exact in 128 bits, saturating beyond).
+    instructions: u128,
+    /// Whether CTAs whose count depends on their index were left uncounted past the budget.
+    capped: bool,
+    ctas_counted: u64,
+}
+
+/// CTAs whose programs depend on the CTA index are counted one by one, up to this many; runs of
+/// CTAs with index-independent programs are counted in closed form, whatever their number.
+const PER_CTA_BUDGET: u64 = 1 << 22;
+
+/// Counts a kernel's CTAs and warp instructions. A run of CTAs that share their programs costs
+/// one walk of those programs when no program has per-CTA parameters, so a 2^40-CTA grid of one
+/// layout is counted at once.
+fn count_kernel(ks: &mut dyn KernelSource) -> Result<KernelCount, gpusim_isa::TraceError> {
+    let total = ks.info().num_ctas();
+    let grid = ks.info().grid;
+    let mut c = KernelCount { ctas: total, instructions: 0, capped: false, ctas_counted: 0 };
+    let mut walked = 0u64;
+    let warps_of = |warps: &[Arc<Program>], coord: [u32; 3]| -> u128 {
+        warps.iter().enumerate().fold(0u128, |n, (w, p)| n.saturating_add(p.dynamic_len_wide(coord, w as u32)))
+    };
+    loop {
+        if let Some(run) = ks.skip_run(u64::MAX)? {
+            if run.warps.iter().all(|p| p.params.is_empty()) {
+                c.instructions =
+                    c.instructions.saturating_add(warps_of(&run.warps, [0; 3]).saturating_mul(run.count as u128));
+                c.ctas_counted += run.count;
+                continue;
+            }
+            // Index-dependent programs: each CTA of the run within the budget.
+            let take = run.count.min(PER_CTA_BUDGET.saturating_sub(walked));
+            for i in run.first..run.first + take {
+                c.instructions = c.instructions.saturating_add(warps_of(&run.warps, grid.unlinear(i).as_array()));
+            }
+            walked += take;
+            c.ctas_counted += take;
+            if take < run.count {
+                c.capped = true;
+                break;
+            }
+            continue;
+        }
+        if walked >= PER_CTA_BUDGET {
+            c.capped = true;
+            break;
+        }
+        let Some(cta) = ks.next_cta()? else { break };
+        c.instructions = c.instructions.saturating_add(warps_of(&cta.warps, cta.coord.as_array()));
+        walked += 1;
+        c.ctas_counted += 1;
+    }
+    c.capped |= c.ctas_counted < total;
+    Ok(c)
 }
 
 /// Reads a whole trace into memory (CTAs with their own programs become per-CTA overrides).
@@ -110,22 +169,19 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
             println!("{}: {fmt:?} trace", input.display());
             while let Some(mut ks) = src.next_kernel()? {
                 let info = ks.info().clone();
-                let mut ctas = 0u64;
-                let mut dynamic = 0u64;
-                // Saturated: the true total is at least `dynamic`.
-                let mut saturated = false;
-                while let Some(c) = ks.next_cta()? {
-                    ctas += 1;
-                    for (w, p) in c.warps.iter().enumerate() {
-                        let n = p.dynamic_len_for(c.coord.as_array(), w as u32);
-                        saturated |= n == u64::MAX;
-                        dynamic = dynamic.checked_add(n).unwrap_or_else(|| {
-                            saturated = true;
-                            u64::MAX
-                        });
+                let count = count_kernel(&mut *ks)?;
+                let dynamic = match count.instructions {
+                    n if n > u64::MAX as u128 => format!(
+                        "{} (more than the {} gpusim can simulate in one kernel)",
+                        thousands_wide(n),
+                        thousands(u64::MAX)
+                    ),
+                    n if count.capped => {
+                        format!("≥{} (counted the first {} CTAs)", thousands_wide(n), thousands(count.ctas_counted))
                     }
-                }
-                let dynamic = if saturated { format!("≥{}", thousands(dynamic)) } else { thousands(dynamic) };
+                    n => thousands_wide(n),
+                };
+                let ctas = count.ctas;
                 println!(
                     "kernel {} `{}`: grid {} block {} cluster {}, {} regs, {} B smem, stream {}, {} CTAs, {} warp instructions, {} opcodes",
                     info.id,

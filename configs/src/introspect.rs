@@ -186,7 +186,7 @@ mod tests {
         let p = explain("l2.slices").unwrap();
         assert_eq!(p.unit, "slices");
         assert!(p.required());
-        assert_eq!(p.range.as_deref(), Some("≥ 1"));
+        assert_eq!(p.range.as_deref(), Some("1 ..= 4096"));
         let p = explain("opcodes.DFMA.latency").unwrap();
         assert_eq!(p.name, "opcodes.DFMA.latency");
         assert!(explain("opcodes.NOTANOP.latency").is_err());
@@ -197,5 +197,36 @@ mod tests {
         let p = explain("sim.watchdog_cycles").unwrap();
         assert_eq!(p.default.as_deref(), Some("1000000 cycles"));
         assert!(p.to_string().contains("default: 1000000 cycles"));
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+
+    /// Every sized or rate parameter has an upper bound: a value past it would make the model
+    /// allocate or wait without limit (issue 15's `l2.size = "160 GiB"`, `hbm.banks_per_channel
+    /// = 100000000`, `clocks.sm = "1 Hz"`). Tensor rates and lists are bounded by their own
+    /// rules in validate.rs.
+    #[test]
+    fn every_sized_parameter_has_an_upper_bound() {
+        let unbounded: Vec<String> = all_params()
+            .into_iter()
+            .filter(|p| {
+                matches!(
+                    p.kind,
+                    ParamKind::Bytes
+                        | ParamKind::Cycles
+                        | ParamKind::Time
+                        | ParamKind::Hertz
+                        | ParamKind::BytesPerSec
+                        | ParamKind::BytesPerCycle
+                        | ParamKind::Integer
+                )
+            })
+            .filter(|p| p.max.is_none())
+            .map(|p| p.name)
+            .collect();
+        assert!(unbounded.is_empty(), "parameters without an upper bound: {unbounded:?}");
     }
 }

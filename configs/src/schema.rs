@@ -26,16 +26,20 @@ section! {
     struct RawClocks => Clocks, "clocks" {
         /// SM (graphics) clock. Every cycle count in `sm`, `pipes`, `opcodes`, `tensor`, `l1`, `l2` and
         /// `noc` is a cycle of this clock.
-        sm: Opt<Hertz>, "Hz", min Hertz(1);
+        /// Range: 100 MHz to 10 GHz, beyond any shipped or announced GPU (a typo such as "1 Hz"
+        /// would otherwise turn every cycle into a second).
+        sm: Opt<Hertz>, "Hz", min Hertz(100_000_000), max Hertz(10_000_000_000);
         /// Memory (HBM) interface clock (not the data rate, which is twice this). Descriptive:
         /// the model takes DRAM timing from `hbm.bandwidth` and nanosecond latencies.
-        memory: Opt<Hertz>, "Hz", min Hertz(1);
+        /// Range: 100 MHz to 20 GHz.
+        memory: Opt<Hertz>, "Hz", min Hertz(100_000_000), max Hertz(20_000_000_000);
         /// SM clock the part sustains while its tensor cores are busy every cycle: the power
         /// limit's clock, the one vendors quote tensor peaks at. A kernel runs at a clock between
         /// `sm` (tensor pipes idle) and this one (tensor pipes saturated), linear in its tensor-pipe
         /// utilisation; its cycles convert to time at that clock. 0 (default): no power limit, every
         /// kernel runs at `sm`.
-        sm_tensor_load: Opt<Hertz>, "Hz", default Hertz(0);
+        /// At most 10 GHz, as `sm`.
+        sm_tensor_load: Opt<Hertz>, "Hz", default Hertz(0), max Hertz(10_000_000_000);
     }
 }
 
@@ -46,42 +50,45 @@ section! {
         count: Opt<u32>, "SMs", min 1, max 4096;
         /// Graphics processing clusters. SMs are spread over them as evenly as possible; a thread-block
         /// cluster is placed within one GPC.
-        gpcs: Opt<u32>, "GPCs", min 1;
+        gpcs: Opt<u32>, "GPCs", min 1, max 4096;
         /// Sub-cores (SM sub-partitions, SMSPs) per SM, each with its own warp scheduler and pipes.
         sub_cores: Opt<u32>, "sub-cores", default 4, min 1, max 64;
         /// Resident warps per SM.
-        max_warps: Opt<u32>, "warps", min 1;
+        /// At most 1024 (64 on sm_80/sm_90): per-warp state is allocated per resident warp.
+        max_warps: Opt<u32>, "warps", min 1, max 1024;
         /// Resident CTAs (thread blocks) per SM.
-        max_ctas: Opt<u32>, "CTAs", min 1;
+        max_ctas: Opt<u32>, "CTAs", min 1, max 1024;
         /// Resident threads per SM.
-        max_threads: Opt<u32>, "threads", min 1;
+        max_threads: Opt<u32>, "threads", min 1, max 32768;
         /// 32-bit registers per SM.
-        registers: Opt<u32>, "registers", min 1;
+        /// At most 16 Mi (64 Ki on sm_80/sm_90).
+        registers: Opt<u32>, "registers", min 1, max 16_777_216;
         /// Most registers one thread may use (255 on sm_80 and sm_90; R255 is the zero register).
         max_registers_per_thread: Opt<u32>, "registers", default 255, min 1, max 255;
         /// Registers are allocated per warp in units of this many registers (256 on sm_80 and sm_90).
-        register_alloc_unit: Opt<u32>, "registers", default 256, min 1;
+        register_alloc_unit: Opt<u32>, "registers", default 256, min 1, max 65_536;
         /// Largest shared-memory carveout per SM; must be the last of `shared_mem_carveouts`.
-        shared_mem_per_sm: Opt<Bytes>, "bytes";
+        /// At most 64 MiB (228 KiB on H100).
+        shared_mem_per_sm: Opt<Bytes>, "bytes", max Bytes(64 << 20);
         /// Most shared memory one CTA may use (with the opt-in attribute).
-        shared_mem_per_cta: Opt<Bytes>, "bytes";
+        shared_mem_per_cta: Opt<Bytes>, "bytes", max Bytes(64 << 20);
         /// Shared memory is allocated per CTA in units of this size (128 B on sm_80 and sm_90).
-        shared_mem_alloc_unit: Opt<Bytes>, "bytes", default Bytes(128), min Bytes(1);
+        shared_mem_alloc_unit: Opt<Bytes>, "bytes", default Bytes(128), min Bytes(1), max Bytes(64 << 10);
         /// Shared memory the system reserves per CTA (1 KiB on sm_80 and later).
-        shared_mem_reserved_per_cta: Opt<Bytes>, "bytes", default Bytes(1024);
+        shared_mem_reserved_per_cta: Opt<Bytes>, "bytes", default Bytes(1024), max Bytes(64 << 10);
         /// Shared-memory carveouts the hardware supports, ascending; the rest of `l1.sram` is L1 cache.
         shared_mem_carveouts: Opt<Vec<Bytes>>, "bytes";
         /// Most CTAs in one thread-block cluster (1: no clusters, as before sm_90). Must fit in a GPC.
-        max_cluster_size: Opt<u32>, "CTAs", default 1, min 1;
+        max_cluster_size: Opt<u32>, "CTAs", default 1, min 1, max 64;
         /// Memory instructions the LD/ST path of one sub-core accepts before issue stalls with
         /// `lg_throttle`/`mio_throttle`. Default 8 is an estimate: NVIDIA documents no figure.
-        lsu_queue_depth: Opt<u32>, "instructions", default 8, min 1;
+        lsu_queue_depth: Opt<u32>, "instructions", default 8, min 1, max 4096;
         /// Cycles from a branch's issue until the warp may fetch again. Default 4 is the ISA table's
         /// BRA latency (an estimate: NVIDIA documents no figure).
-        branch_resolve: Opt<Cycles>, "cycles", default Cycles(4);
+        branch_resolve: Opt<Cycles>, "cycles", default Cycles(4), max Cycles(1_000_000);
         /// Load-to-use latency of a distributed-shared-memory load from another CTA of the cluster
         /// (Hopper and later). Default 0: the part has no clusters.
-        dsmem_latency: Opt<Cycles>, "cycles", default Cycles(0);
+        dsmem_latency: Opt<Cycles>, "cycles", default Cycles(0), max Cycles(1_000_000);
     }
 }
 
@@ -93,7 +100,7 @@ section! {
         policy: Opt<String>, "policy name", default "gto".to_string();
         /// Warps in the active set of the `two_level` policy, per sub-core (the other policies ignore
         /// it). Default 8, the fetch-group size of Narasiman et al., MICRO 2011.
-        active_warps: Opt<u32>, "warps", default 8, min 1;
+        active_warps: Opt<u32>, "warps", default 8, min 1, max 1024;
     }
 }
 
@@ -101,10 +108,10 @@ section! {
     /// `[pipes.<class>]` and `[opcodes.<BASE>]`
     struct RawPipe => PipeTiming, "pipes.<class>" {
         /// Cycles from issue until a dependent instruction may issue.
-        latency: Opt<Cycles>, "cycles", min Cycles(1);
+        latency: Opt<Cycles>, "cycles", min Cycles(1), max Cycles(1_000_000);
         /// Cycles the pipe of one sub-core is busy with one warp instruction: 32 threads divided by
         /// the pipe's lanes per sub-core (2 for 16 FP32 lanes).
-        issue_interval: Opt<Cycles>, "cycles", min Cycles(1);
+        issue_interval: Opt<Cycles>, "cycles", min Cycles(1), max Cycles(1_000_000);
     }
 }
 
@@ -113,10 +120,10 @@ section! {
     struct RawTensor => Tensor, "tensor" {
         /// Latency of a synchronous `mma.sync` (HMMA m16n8k16) from issue to result. Default: the
         /// HMMA latency of the ISA opcode table.
-        mma_latency: Opt<Cycles>, "cycles", default isa_timing("HMMA").latency, min Cycles(1);
+        mma_latency: Opt<Cycles>, "cycles", default isa_timing("HMMA").latency, min Cycles(1), max Cycles(1_000_000);
         /// Latency of an asynchronous warpgroup MMA with N = 8; larger N adds time at the tensor rate.
         /// Default: the HGMMA latency of the ISA opcode table.
-        wgmma_base_latency: Opt<Cycles>, "cycles", default isa_timing("HGMMA").latency, min Cycles(1);
+        wgmma_base_latency: Opt<Cycles>, "cycles", default isa_timing("HGMMA").latency, min Cycles(1), max Cycles(1_000_000);
         /// Dense tensor-core throughput, FLOP (multiply and add counted separately; ops for integer
         /// types) per clock per SM, by input type: fp16, bf16, tf32, fp64, fp8 (E4M3 and E5M2), fp6, fp4,
         /// int8, int4, b1. A type left out or set to 0 is not supported by the chip.
@@ -128,54 +135,56 @@ section! {
     /// `[l1]`
     struct RawL1 => L1, "l1" {
         /// Unified SRAM per SM shared between the L1 data cache and shared memory.
-        sram: Opt<Bytes>, "bytes", min Bytes(1);
-        /// Cache line (tag granularity).
-        line: Opt<Bytes>, "bytes", default Bytes(128), min Bytes(1);
+        /// At most 64 MiB (256 KiB on H100): the model keeps tags for the L1 part of every SM.
+        sram: Opt<Bytes>, "bytes", min Bytes(1), max Bytes(64 << 20);
+        /// Cache line (tag granularity), 16 B to 4 KiB.
+        line: Opt<Bytes>, "bytes", default Bytes(128), min Bytes(16), max Bytes(4096);
         /// Sector (fill granularity) within a line.
-        sector: Opt<Bytes>, "bytes", default Bytes(32), min Bytes(1);
-        /// Ways per set of the L1 data cache.
-        assoc: Opt<u32>, "ways", min 1;
+        sector: Opt<Bytes>, "bytes", default Bytes(32), min Bytes(1), max Bytes(4096);
+        /// Ways per set of the L1 data cache (at most 1024: a lookup scans the set).
+        assoc: Opt<u32>, "ways", min 1, max 1024;
         /// Load-to-use latency of an L1 hit (pointer chase).
-        hit_latency: Opt<Cycles>, "cycles", min Cycles(1);
+        hit_latency: Opt<Cycles>, "cycles", min Cycles(1), max Cycles(1_000_000);
         /// Data bandwidth between the L1/shared SRAM and the SM's registers.
-        bandwidth: Opt<BytesPerCycle>, "B/clk";
+        bandwidth: Opt<BytesPerCycle>, "B/clk", max BytesPerCycle(65_536.0);
         /// Bytes per cycle one SM's L1 sends on to the L2 for LDG loads that miss or bypass it:
         /// the rate an SM streams L2-resident data with ordinary loads, below the SM's port
         /// (`noc.sm_port_bandwidth`), which async copies (LDGSTS, TMA) and stores use at full
         /// rate. 0: no limit of its own.
-        miss_bandwidth: Opt<BytesPerCycle>, "B/clk", default BytesPerCycle(0.0);
+        miss_bandwidth: Opt<BytesPerCycle>, "B/clk", default BytesPerCycle(0.0), max BytesPerCycle(65_536.0);
         /// Shared-memory banks.
-        shared_banks: Opt<u32>, "banks", default 32, min 1;
+        shared_banks: Opt<u32>, "banks", default 32, min 1, max 1024;
         /// Width of one shared-memory bank.
-        shared_bank_width: Opt<Bytes>, "bytes", default Bytes(4), min Bytes(1);
+        shared_bank_width: Opt<Bytes>, "bytes", default Bytes(4), min Bytes(1), max Bytes(1024);
         /// Load-to-use latency of a conflict-free shared-memory load.
-        shared_latency: Opt<Cycles>, "cycles", min Cycles(1);
+        shared_latency: Opt<Cycles>, "cycles", min Cycles(1), max Cycles(1_000_000);
     }
 }
 
 section! {
     /// `[l2]`
     struct RawL2 => L2, "l2" {
-        /// Total L2 capacity.
-        size: Opt<Bytes>, "bytes", min Bytes(1);
+        /// Total L2 capacity. At most 4 GiB (50 MiB on H100, 126 MiB on B200): the model keeps
+        /// 32 B of state per line, allocated as lines are touched.
+        size: Opt<Bytes>, "bytes", min Bytes(1), max Bytes(4 << 30);
         /// L2 slices (banks with their own tags and data port); addresses are hashed over them.
-        slices: Opt<u32>, "slices", min 1;
+        slices: Opt<u32>, "slices", min 1, max 4096;
         /// Partitions the slices are split into (2 on A100 and H100: a near and a far half).
-        partitions: Opt<u32>, "partitions", min 1;
-        /// Ways per set.
-        assoc: Opt<u32>, "ways", min 1;
-        /// Cache line.
-        line: Opt<Bytes>, "bytes", default Bytes(128), min Bytes(1);
+        partitions: Opt<u32>, "partitions", min 1, max 64;
+        /// Ways per set (at most 1024: a lookup scans the set).
+        assoc: Opt<u32>, "ways", min 1, max 1024;
+        /// Cache line, 16 B to 4 KiB.
+        line: Opt<Bytes>, "bytes", default Bytes(128), min Bytes(16), max Bytes(4096);
         /// Load-to-use latency of a hit in the near partition as an SM sees it (pointer chase),
         /// including the trip through the network.
-        hit_latency: Opt<Cycles>, "cycles", min Cycles(1);
+        hit_latency: Opt<Cycles>, "cycles", min Cycles(1), max Cycles(1_000_000);
         /// Extra latency of a hit in the far partition (0 for a uniform L2).
-        far_extra_latency: Opt<Cycles>, "cycles", default Cycles(0);
+        far_extra_latency: Opt<Cycles>, "cycles", default Cycles(0), max Cycles(1_000_000);
         /// Bandwidth of one slice.
-        slice_bandwidth: Opt<BytesPerCycle>, "B/clk";
+        slice_bandwidth: Opt<BytesPerCycle>, "B/clk", max BytesPerCycle(65_536.0);
         /// Extra latency of a TMA (bulk tensor) load over an ordinary load from the same level:
         /// the copy engine's descriptor and transaction handling. 0 for parts without TMA.
-        tma_extra_latency: Opt<Cycles>, "cycles", default Cycles(0);
+        tma_extra_latency: Opt<Cycles>, "cycles", default Cycles(0), max Cycles(1_000_000);
     }
 }
 
@@ -183,7 +192,7 @@ section! {
     /// `[noc]`
     struct RawNoc => Noc, "noc" {
         /// Bandwidth of one SM's port into the network.
-        sm_port_bandwidth: Opt<BytesPerCycle>, "B/clk";
+        sm_port_bandwidth: Opt<BytesPerCycle>, "B/clk", max BytesPerCycle(65_536.0);
     }
 }
 
@@ -191,32 +200,34 @@ section! {
     /// `[hbm]`
     struct RawHbm => Hbm, "hbm" {
         /// DRAM capacity. Descriptive: the model does not bound addresses by it.
-        size: Opt<Bytes>, "bytes", min Bytes(1);
-        /// HBM stacks.
-        stacks: Opt<u32>, "stacks", min 1;
+        size: Opt<Bytes>, "bytes", min Bytes(1), max Bytes(1 << 50);
+        /// HBM stacks (at most 64; 5 to 8 on current parts).
+        stacks: Opt<u32>, "stacks", min 1, max 64;
         /// Independent channels per stack (8 for HBM2/HBM2e, 16 for HBM3/HBM3e).
-        channels_per_stack: Opt<u32>, "channels", min 1;
+        /// At most 256 (pseudo-channels included).
+        channels_per_stack: Opt<u32>, "channels", min 1, max 256;
         /// Peak bandwidth of all stacks together (datasheet).
-        bandwidth: Opt<BytesPerSec>, "B/s";
+        /// 1 GB/s to 1 PB/s (3.35 TB/s on H100).
+        bandwidth: Opt<BytesPerSec>, "B/s", min BytesPerSec(1e9), max BytesPerSec(1e15);
         /// Unloaded latency of a random DRAM access (a row miss) beyond the L2 miss path: such a
         /// load takes `l2.hit_latency` plus this. A row-buffer hit is `row_miss_penalty` faster.
-        latency: Opt<Picos>, "time";
+        latency: Opt<Picos>, "time", max Picos(100_000_000);
         /// Banks per channel; each keeps one row open. Default 16: JEDEC HBM2/HBM3 (estimate for
-        /// NVIDIA parts, which do not state it).
-        banks_per_channel: Opt<u32>, "banks", default 16, min 1;
+        /// NVIDIA parts, which do not state it). At most 1024: the model keeps each bank's open row.
+        banks_per_channel: Opt<u32>, "banks", default 16, min 1, max 1024;
         /// Row (page) size per bank. Default 1 KiB: JEDEC HBM2 pseudo-channel page size.
-        row_size: Opt<Bytes>, "bytes", default Bytes(1024), min Bytes(32);
+        row_size: Opt<Bytes>, "bytes", default Bytes(1024), min Bytes(32), max Bytes(1 << 20);
         /// Extra time to open a row that is not the bank's open one (precharge + activate,
         /// tRP + tRCD). Default 28 ns: JEDEC HBM2 speed bins, about 14 ns each.
-        row_miss_penalty: Opt<Picos>, "time", default Picos(28_000);
+        row_miss_penalty: Opt<Picos>, "time", default Picos(28_000), max Picos(100_000_000);
         /// Average interval between refresh commands (tREFI). Default 3.9 µs: JEDEC HBM2.
-        refresh_interval: Opt<Picos>, "time", default Picos(3_900_000);
+        refresh_interval: Opt<Picos>, "time", default Picos(3_900_000), max Picos(1_000_000_000_000);
         /// Time a channel cannot transfer data per refresh (tRFC). Default 260 ns: JEDEC 8 Gb
         /// HBM2 dies.
-        refresh_time: Opt<Picos>, "time", default Picos(260_000);
+        refresh_time: Opt<Picos>, "time", default Picos(260_000), max Picos(1_000_000_000);
         /// Bytes of consecutive addresses mapped to one channel before the next.
-        /// Default 256 B (estimate).
-        interleave: Opt<Bytes>, "bytes", default Bytes(256), min Bytes(32);
+        /// Default 256 B (estimate). At most 1 GiB.
+        interleave: Opt<Bytes>, "bytes", default Bytes(256), min Bytes(32), max Bytes(1 << 30);
     }
 }
 
@@ -224,16 +235,16 @@ section! {
     /// `[sim]`
     struct RawSim => SimParams, "sim" {
         /// Stop with an error naming the stuck warps when nothing retires for this many cycles.
-        watchdog_cycles: Opt<Cycles>, "cycles", default Cycles(1_000_000), min Cycles(1);
+        watchdog_cycles: Opt<Cycles>, "cycles", default Cycles(1_000_000), min Cycles(1), max Cycles(1 << 40);
         /// Time between one kernel finishing and a dependent kernel starting. Default 2000 cycles
         /// (about 1 µs at 2 GHz) is an estimate of back-to-back launch gaps on one stream.
-        kernel_launch_overhead: Opt<Cycles>, "cycles", default Cycles(2000);
+        kernel_launch_overhead: Opt<Cycles>, "cycles", default Cycles(2000), max Cycles(1 << 32);
         /// Fixed time a kernel costs beyond its CTAs' work: from its launch until its first CTA
         /// starts, counted in the kernel's time, as profiler (CUPTI) and CUDA-event timings of one
         /// kernel count it (grid set-up, parameter and descriptor fetch, cold instruction caches,
         /// the final memory flush). Default 0; presets give an estimate and `gpusim calibrate`
         /// fits it.
-        kernel_launch_latency: Opt<Picos>, "time", default Picos(0);
+        kernel_launch_latency: Opt<Picos>, "time", default Picos(0), max Picos(1_000_000_000_000);
         /// Model of everything between the SMs' LD/ST units and DRAM: `hierarchy` (sectored
         /// L1s, partitioned L2, HBM channels with banks; docs/memory-model.md) or `simple` (one
         /// bandwidth server per SM port and one for DRAM, fixed latencies). `gpusim run

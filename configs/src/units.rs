@@ -146,7 +146,8 @@ fn whole(v: f64, text: &str, what: &str) -> Result<u64, UnitError> {
     if (v - r).abs() > 1e-6 * v.max(1.0) {
         return Err(UnitError(format!("`{text}` is not a whole number of {what}")));
     }
-    if r > u64::MAX as f64 {
+    // `u64::MAX as f64` is 2^64 itself: anything at or past it does not fit.
+    if r >= u64::MAX as f64 {
         return Err(UnitError(format!("`{text}` is too large")));
     }
     Ok(r as u64)

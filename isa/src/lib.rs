@@ -34,4 +34,4 @@ pub use kernel::{CtaLayout, CtaTrace, Dim3, KernelInfo, KernelTrace, OpTable, Tr
 pub use opcode::{MemSpace, OpDesc, Semantics, TensorShape, TensorType, UnitClass};
 pub use program::{AddrExpr, CtaParam, Inst, Lanes, MemRef, OpId, Program, ProgramBuilder, Step, TripCount, Var};
 pub use reg::{Reg, RegRange};
-pub use source::{BufferedKernel, KernelSource, MemKernelSource, MemTraceSource, TraceSource};
+pub use source::{BufferedKernel, CtaRun, KernelSource, MemKernelSource, MemTraceSource, TraceSource};

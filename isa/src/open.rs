@@ -41,7 +41,7 @@ fn io_error(path: &Path, what: &str, e: std::io::Error) -> TraceError {
     TraceError::new(
         TraceErrorKind::Io,
         Location { file: name.clone(), line: 0, col: 0 },
-        format!("{name}: {what}: {e}"),
+        format!("{what}: {e}"),
     )
 }
 
@@ -55,7 +55,7 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
         if list.is_file() {
             return Ok(Detected::AccelSim(list));
         }
-        return Err(invalid(format!("{name}: a folder, and it holds no kernelslist.g")));
+        return Err(invalid("a folder, and it holds no kernelslist.g".to_string()));
     }
     let mut f = File::open(path).map_err(|e| io_error(path, "cannot open", e))?;
     let mut head = Vec::with_capacity(HEAD as usize);
@@ -72,13 +72,13 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
             return Ok(Detected::AccelSim(path.to_path_buf()));
         } else if file.ends_with(".traceg") {
             return Err(invalid(format!(
-                "{name}: an Accel-Sim kernel trace; run its kernelslist.g (or the folder holding it) instead"
+                "an Accel-Sim kernel trace; run its kernelslist.g (or the folder holding it) instead"
             )));
         } else if head.is_empty() {
             return Err(TraceError::new(
                 TraceErrorKind::Truncated,
                 Location { file: name.clone(), line: 1, col: 1 },
-                format!("{name}: empty input"),
+                "empty input".to_string(),
             ));
         } else {
             None
@@ -87,7 +87,7 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
     match format {
         Some(fmt) => Ok(Detected::Stream(fmt, std::io::Cursor::new(head).chain(f))),
         None => Err(invalid(format!(
-            "{name}:1:1: not a trace gpusim knows: expected a `gpusim-trace` text header, the `GPUSIMTB` binary magic, or an Accel-Sim kernelslist.g"
+            "not a trace gpusim knows: expected a `gpusim-trace` text header, the `GPUSIMTB` binary magic, or an Accel-Sim kernelslist.g"
         ))),
     }
 }

@@ -330,11 +330,18 @@ impl Program {
         self.dynamic_len_for([0, 0, 0], 0)
     }
 
-    /// Number of warp instructions the warp `warp` of CTA `cta` issues (saturating).
+    /// Number of warp instructions the warp `warp` of CTA `cta` issues (saturating at
+    /// `u64::MAX`).
     pub fn dynamic_len_for(&self, cta: [u32; 3], warp: u32) -> u64 {
+        u64::try_from(self.dynamic_len_wide(cta, warp)).unwrap_or(u64::MAX)
+    }
+
+    /// [`Program::dynamic_len_for`] in 128 bits (saturating at `u128::MAX`, which loops of u32
+    /// trip counts can reach only when nested five deep): exact where a count passes 2^64.
+    pub fn dynamic_len_wide(&self, cta: [u32; 3], warp: u32) -> u128 {
         let params = if self.params.is_empty() { [0; MAX_PARAMS] } else { self.eval_params(cta, warp) };
-        fn walk(steps: &[Step], mut i: usize, end: usize, params: &[i64; MAX_PARAMS]) -> u64 {
-            let mut n = 0u64;
+        fn walk(steps: &[Step], mut i: usize, end: usize, params: &[i64; MAX_PARAMS]) -> u128 {
+            let mut n = 0u128;
             while i < end {
                 match steps[i] {
                     Step::Inst(_) => {
@@ -342,7 +349,7 @@ impl Program {
                         i += 1;
                     }
                     Step::Loop { count, end: e } => {
-                        let c = count.resolve(params) as u64;
+                        let c = count.resolve(params) as u128;
                         n = n.saturating_add(walk(steps, i + 1, e as usize, params).saturating_mul(c));
                         i = e as usize + 1;
                     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::error::TraceError;
 use crate::kernel::{CtaTrace, KernelInfo, KernelTrace, OpTable, Trace};
+use crate::program::Program;
 
 /// One kernel whose CTAs arrive one at a time.
 ///
@@ -28,6 +29,25 @@ pub trait KernelSource {
     fn detach(&mut self) -> Option<Box<dyn KernelSource>> {
         None
     }
+
+    /// Skips a run of CTAs that all run the same programs without building each one: from the
+    /// next CTA up to (not including) the next one with a layout of its own, at most `max`.
+    /// `next_cta` continues after the run. `None` (the default) when the source cannot tell
+    /// without building each CTA, or the next CTA has a layout of its own: the caller then uses
+    /// `next_cta`. What `gpusim trace info` counts in closed form.
+    fn skip_run(&mut self, max: u64) -> Result<Option<CtaRun>, TraceError> {
+        let _ = max;
+        Ok(None)
+    }
+}
+
+/// CTAs `first .. first + count` (linear indices), which all run `warps`.
+#[derive(Clone, Debug)]
+pub struct CtaRun {
+    pub first: u64,
+    pub count: u64,
+    /// Program of warp `w` of each CTA of the run.
+    pub warps: Vec<Arc<Program>>,
 }
 
 /// A sequence of kernels.
@@ -113,6 +133,19 @@ impl KernelSource for MemKernelSource {
         let c = self.kernel.cta(self.next);
         self.next += 1;
         Ok(Some(c))
+    }
+    fn skip_run(&mut self, max: u64) -> Result<Option<CtaRun>, TraceError> {
+        let k = &self.kernel;
+        let total = k.info.num_ctas();
+        if self.next >= total || k.layout.overrides.contains_key(&self.next) || max == 0 {
+            return Ok(None);
+        }
+        let end =
+            k.layout.overrides.range(self.next..).next().map_or(total, |(&i, _)| i).min(self.next.saturating_add(max));
+        let warps = k.layout.default.iter().map(|&p| k.programs[p as usize].clone()).collect();
+        let run = CtaRun { first: self.next, count: end - self.next, warps };
+        self.next = end;
+        Ok(Some(run))
     }
     fn detach(&mut self) -> Option<Box<dyn KernelSource>> {
         let rest = MemKernelSource { kernel: self.kernel.clone(), next: self.next };

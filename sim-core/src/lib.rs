@@ -18,6 +18,7 @@
 pub mod deps;
 pub mod engine;
 pub mod error;
+pub mod footprint;
 pub mod kernel_run;
 pub mod mem;
 pub mod observer;
@@ -30,6 +31,7 @@ pub mod timing;
 
 pub use engine::{LOOKAHEAD_KERNELS, SimOptions, simulate, simulate_observed};
 pub use error::{SimError, SimErrorKind};
+pub use footprint::{Footprint, footprint};
 pub use observer::{CtaEvent, NoObserver, Observer, SmSample};
 pub use occupancy::{Limiter, Occupancy, occupancy};
 pub use report::{KernelReport, Report, SteadyWindow, StreamReport};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::error::{Location, TraceError, TraceErrorKind};
 use crate::kernel::{CtaLayout, CtaTrace, KernelInfo, KernelTrace, OpTable, Trace};
 use crate::program::Program;
-use crate::source::KernelSource;
+use crate::source::{CtaRun, KernelSource};
 
 /// A kernel up to its first `cta` section.
 pub(crate) struct KernelHead {
@@ -169,6 +169,37 @@ impl<P: Parser> KernelSource for StreamKernel<'_, P> {
             return Err(e.clone());
         }
         self.step().inspect_err(|e| *self.failed = Some(e.clone()))
+    }
+
+    fn skip_run(&mut self, max: u64) -> Result<Option<CtaRun>, TraceError> {
+        if let Some(e) = &*self.failed {
+            return Err(e.clone());
+        }
+        self.run(max).inspect_err(|e| *self.failed = Some(e.clone()))
+    }
+}
+
+impl<P: Parser> StreamKernel<'_, P> {
+    /// The CTAs up to the next section (which the parser reads ahead by one, as `step` does).
+    fn run(&mut self, max: u64) -> Result<Option<CtaRun>, TraceError> {
+        let c = &mut *self.cur;
+        let num_ctas = c.head.info.num_ctas();
+        if c.next >= num_ctas || c.default.is_empty() || max == 0 {
+            return Ok(None);
+        }
+        if c.pending.is_none() && !c.ended {
+            match self.parser.read_section(&mut c.head)? {
+                Some(s) => c.pending = Some(s),
+                None => c.ended = true,
+            }
+        }
+        let end = c.pending.as_ref().map_or(num_ctas, |s| s.linear).min(c.next.saturating_add(max));
+        if end <= c.next {
+            return Ok(None);
+        }
+        let run = CtaRun { first: c.next, count: end - c.next, warps: c.default.clone() };
+        c.next = end;
+        Ok(Some(run))
     }
 }
 

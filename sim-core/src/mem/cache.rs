@@ -10,7 +10,17 @@ pub struct Victim {
     pub dirty_sectors: u32,
 }
 
-const INVALID: u64 = u64::MAX;
+/// A way's tag when it holds no line. Tags are stored as `line + 1` so that an empty cache is
+/// all zeros: its arrays come from zeroed allocations, which the OS backs with memory only as
+/// lines are touched, so a large L2 costs what the run uses of it, not its capacity.
+const INVALID: u64 = 0;
+
+/// The stored tag of a line (line addresses are byte addresses shifted right by at least 4
+/// bits, so `line + 1` never wraps).
+#[inline]
+fn tag(line: u64) -> u64 {
+    line + 1
+}
 
 /// The cache. Line addresses are byte addresses shifted right by the line size.
 pub struct SectorCache {
@@ -26,6 +36,9 @@ pub struct SectorCache {
 }
 
 impl SectorCache {
+    /// Bytes of state per line: tag, LRU stamp and fill cycle (8 B each), valid and dirty masks.
+    pub const BYTES_PER_LINE: u64 = 3 * 8 + 2 * 4;
+
     /// `lines` total lines (rounded down to whole sets), `assoc` ways. With `hash_sets` the set
     /// index is an XOR-fold of the line address (as L2s do against strided conflicts).
     pub fn new(lines: u64, assoc: u32, hash_sets: bool) -> SectorCache {
@@ -36,7 +49,7 @@ impl SectorCache {
             sets,
             assoc,
             hash_sets,
-            tags: vec![INVALID; n],
+            tags: vec![INVALID; n], // zeroed: see `INVALID`
             lru: vec![0; n],
             ready: vec![0; n],
             valid: vec![0; n],
@@ -58,7 +71,8 @@ impl SectorCache {
     #[inline]
     fn find(&self, line: u64) -> Option<usize> {
         let base = self.set_of(line);
-        (base..base + self.assoc).find(|&i| self.tags[i] == line)
+        let t = tag(line);
+        (base..base + self.assoc).find(|&i| self.tags[i] == t)
     }
 
     /// Looks up a line once: its valid sectors and fill-ready cycle, refreshing its LRU
@@ -88,9 +102,10 @@ impl SectorCache {
         let mut found = None;
         let mut invalid = None;
         let mut oldest = 0;
+        let want = tag(line);
         for w in 0..tags.len() {
             let t = tags[w];
-            if t == line {
+            if t == want {
                 found = Some(w);
                 break;
             }
@@ -114,11 +129,11 @@ impl SectorCache {
         }
         let way = base + invalid.unwrap_or(oldest);
         let victim = (self.tags[way] != INVALID).then(|| Victim {
-            line: self.tags[way],
+            line: self.tags[way] - 1,
             valid_sectors: self.valid[way],
             dirty_sectors: self.dirty[way],
         });
-        self.tags[way] = line;
+        self.tags[way] = want;
         self.valid[way] = sectors;
         self.dirty[way] = if dirty { sectors } else { 0 };
         self.ready[way] = ready;

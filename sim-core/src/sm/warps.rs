@@ -96,6 +96,24 @@ pub struct Warps {
 }
 
 impl Warps {
+    /// Bytes of state per warp slot: what [`Warps::new`] allocates per slot (keep the two in
+    /// step). Used by [`crate::footprint`] to bound a chip's model state before building it.
+    pub const BYTES_PER_WARP: usize = size_of::<Phase>()
+        + size_of::<u64>() // ready_at
+        + size_of::<StallReason>()
+        + size_of::<u64>() // acct_from
+        + size_of::<Option<Arc<Program>>>()
+        + size_of::<Cursor>()
+        + size_of::<Option<Inst>>()
+        + size_of::<u16>() // cta_slot
+        + 3 * size_of::<u32>() // kernel, warp_in_cta, regs_held
+        + 3 * size_of::<u64>() // age, launched_at, mem_drain
+        + size_of::<bool>()
+        + size_of::<u64>() // held_ready
+        + size_of::<u16>()
+        + 2 * size_of::<GroupRing>()
+        + REG_SPACE * (size_of::<u64>() + size_of::<u8>());
+
     pub fn new(n: usize) -> Warps {
         Warps {
             phase: vec![Phase::Free; n],

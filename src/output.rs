@@ -1,0 +1,46 @@
+//! Output files: checked before any work starts, written atomically.
+//!
+//! A run that simulates for minutes must not find out at the end that it cannot write its JSON,
+//! and a reader must never see half a file: [`check_writable`] tries the output's folder up
+//! front, [`write_atomic`] writes a temporary file beside the target, syncs it and renames it
+//! over the target, so the file is either the old one or the whole new one.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{CliError, CliResult};
+
+/// The temporary file `path` is written through (same folder, so the rename is atomic).
+fn temp_for(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Fails with exit code 2 unless `path` can be written: its folder exists and accepts a new
+/// file, and `path` is not a folder. Leaves nothing behind.
+pub fn check_writable(path: &Path, what: &str) -> CliResult {
+    if path.is_dir() {
+        return Err(CliError::input(format!("{what} {}: is a folder, not a file", path.display())));
+    }
+    let tmp = temp_for(path);
+    std::fs::File::create(&tmp)
+        .map_err(|e| CliError::input(format!("{what} {}: cannot write there: {e}", path.display())))?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult {
+    let err = |e: std::io::Error| CliError::input(format!("{}: cannot write: {e}", path.display()));
+    let tmp = temp_for(path);
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res.map_err(err)
+}
