@@ -219,6 +219,7 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
             git_hash: git_hash(),
             data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
         },
+        stop: Some(crate::interrupt::install()?),
     };
     // Read the gate before the (long) simulations so that a bad file fails at once.
     let gate = a.gate.as_deref().map(Gate::load).transpose().map_err(CliError::input)?;
@@ -242,6 +243,11 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
         print!("{}", c.text());
     }
     write_reports(&c, &a)?;
+    if c.interrupted {
+        // What ran is written (marked partial); the gate is not judged on part of the cases.
+        let code = crate::interrupt::exit_code().unwrap_or(130);
+        return Err(CliError::interrupted("interrupted: the report holds the cases that finished (PARTIAL)", code));
+    }
     let Some(gate) = gate else { return Ok(()) };
     let results = gate.check(&c, presets);
     println!("\naccuracy gate {}:", a.gate.as_deref().unwrap_or(Path::new("")).display());

@@ -14,6 +14,11 @@ impl CliError {
     pub fn input(message: impl Into<String>) -> CliError {
         CliError { message: message.into(), code: 2 }
     }
+
+    /// Stopped by a signal: exit code 128 + its number (130 for SIGINT, 143 for SIGTERM).
+    pub fn interrupted(message: impl Into<String>, code: i32) -> CliError {
+        CliError { message: message.into(), code }
+    }
 }
 
 impl fmt::Display for CliError {

@@ -6,6 +6,7 @@ mod calibrate_cmd;
 mod correlate_cmd;
 mod error;
 mod gemm_cmd;
+mod interrupt;
 mod measure_cmd;
 mod output;
 mod print;

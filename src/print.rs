@@ -132,6 +132,15 @@ pub fn report(r: &Report, source: &str) -> String {
         r.memory_model
     );
     let _ = writeln!(out, "trace: {source}");
+    if let Some(p) = &r.partial {
+        let cut = if p.cut_short.is_empty() {
+            String::new()
+        } else {
+            let ids: Vec<String> = p.cut_short.iter().map(|k| k.to_string()).collect();
+            format!("; cut short, counted up to then: kernel {}", ids.join(", "))
+        };
+        let _ = writeln!(out, "PARTIAL ({}) at cycle {}{cut}", p.reason, thousands(p.at_cycle));
+    }
     // Streams and the critical path are shown only when there are several streams (on one,
     // every kernel is on the path).
     let streams = r.streams.len() > 1;

@@ -95,7 +95,11 @@ pub fn simulate_file(arch: &Arch, trace: &Path, opts: &SimOptions) -> Result<Rep
             SimErrorKind::Trace(_) => e.to_string(),
             _ => format!("{}: {e}", trace.display()),
         };
-        (CliError::input(msg), partial)
+        let err = match (&e.kind, crate::interrupt::exit_code()) {
+            (SimErrorKind::Interrupted { .. }, Some(code)) => CliError::interrupted(msg, code),
+            _ => CliError::input(msg),
+        };
+        (err, partial)
     })
 }
 
@@ -105,7 +109,8 @@ pub fn run(a: RunArgs) -> CliResult {
     if let Some(j) = &a.json {
         crate::output::check_writable(j, "--json")?;
     }
-    let opts = SimOptions { memory_model: a.memory_model.clone() };
+    let stop = crate::interrupt::install()?;
+    let opts = SimOptions { memory_model: a.memory_model.clone(), stop: Some(stop) };
     match simulate_file(&arch, &a.trace, &opts) {
         Ok(r) => {
             if !a.quiet {
@@ -119,7 +124,9 @@ pub fn run(a: RunArgs) -> CliResult {
         Err((e, partial)) => {
             // Never lose finished results: print and save what completed before the error.
             if let Some(r) = partial {
-                eprintln!("the kernels that finished before the error:");
+                if r.partial.as_ref().is_none_or(|p| p.reason != "interrupted") {
+                    eprintln!("the kernels that finished before the error:");
+                }
                 eprint!("{}", print::report(&r, &a.trace.display().to_string()));
                 if let Some(j) = &a.json
                     && let Err(w) = write_json(j, &r)

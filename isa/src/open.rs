@@ -38,11 +38,7 @@ pub enum Detected {
 
 fn io_error(path: &Path, what: &str, e: std::io::Error) -> TraceError {
     let name = path.display().to_string();
-    TraceError::new(
-        TraceErrorKind::Io,
-        Location { file: name.clone(), line: 0, col: 0 },
-        format!("{what}: {e}"),
-    )
+    TraceError::new(TraceErrorKind::Io, Location { file: name.clone(), line: 0, col: 0 }, format!("{what}: {e}"))
 }
 
 /// Decides the format of `path` (a file, a pipe, or a folder with `kernelslist.g`).
@@ -71,9 +67,9 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
         } else if file.ends_with(".g") || first.starts_with("MemcpyHtoD") || first.starts_with("kernel-") {
             return Ok(Detected::AccelSim(path.to_path_buf()));
         } else if file.ends_with(".traceg") {
-            return Err(invalid(format!(
-                "an Accel-Sim kernel trace; run its kernelslist.g (or the folder holding it) instead"
-            )));
+            return Err(invalid(
+                "an Accel-Sim kernel trace; run its kernelslist.g (or the folder holding it) instead".to_string(),
+            ));
         } else if head.is_empty() {
             return Err(TraceError::new(
                 TraceErrorKind::Truncated,
@@ -86,9 +82,10 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
     };
     match format {
         Some(fmt) => Ok(Detected::Stream(fmt, std::io::Cursor::new(head).chain(f))),
-        None => Err(invalid(format!(
+        None => Err(invalid(
             "not a trace gpusim knows: expected a `gpusim-trace` text header, the `GPUSIMTB` binary magic, or an Accel-Sim kernelslist.g"
-        ))),
+                .to_string(),
+        )),
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use gpusim_configs::Arch;
 use gpusim_isa::{BufferedKernel, CtaTrace, KernelSource, TraceSource};
@@ -13,7 +15,7 @@ use crate::kernel_run::KernelRun;
 use crate::mem::{self, MemorySystem};
 use crate::observer::{CtaEvent, NoObserver, Observer, SmSample};
 use crate::occupancy::occupancy;
-use crate::report::{Report, build_report};
+use crate::report::{Partial, Report, build_report, build_report_refs};
 use crate::sm::{CtaDone, Sm};
 
 /// Options of one run that are not properties of the chip.
@@ -22,7 +24,14 @@ pub struct SimOptions {
     /// Memory model by name (see [`crate::mem::MODELS`]), overriding the chip's
     /// `sim.memory_model`; `None` to use the chip's.
     pub memory_model: Option<String>,
+    /// Stop at the next safe point once this is set (a caller's Ctrl-C handler sets it): the
+    /// run ends with [`SimErrorKind::Interrupted`] and a partial report of everything so far.
+    /// Read with a relaxed load every [`STOP_POLL`] steps of the event loop.
+    pub stop: Option<Arc<AtomicBool>>,
 }
+
+/// Event-loop steps between two looks at [`SimOptions::stop`].
+pub const STOP_POLL: u32 = 1024;
 
 impl SimOptions {
     /// The memory model a run of `arch` with these options uses.
@@ -90,6 +99,9 @@ struct Engine<'a, O: Observer> {
     /// An error met while reading ahead of the kernels still running: raised once they have
     /// finished, so that their results are kept (`SimError::partial`).
     deferred: Option<SimErrorKind>,
+    /// [`SimOptions::stop`], and the steps left until the next look at it.
+    stop: Option<Arc<AtomicBool>>,
+    stop_countdown: u32,
     /// Sampling: the interval, the next cycle to sample, and the buffer the samples go out in.
     sample_every: Option<u64>,
     next_sample: u64,
@@ -158,6 +170,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             clusters: BTreeMap::new(),
             launch_latency_cycles: arch.sim.kernel_launch_latency.to_cycles(arch.clocks.sm).0,
             deferred: None,
+            stop: opts.stop.clone(),
+            stop_countdown: STOP_POLL,
             sample_every,
             next_sample: sample_every.unwrap_or(u64::MAX),
             samples: Vec::new(),
@@ -171,9 +185,29 @@ impl<'a, O: Observer> Engine<'a, O> {
             None
         } else {
             let end = finished.iter().map(|k| k.end).max().unwrap_or(0);
-            Some(Box::new(crate::report::build_report_refs(self.arch, "partial", &finished, end, self.mem.links())))
+            let mut r = build_report_refs(self.arch, &self.memory_model, &finished, end, self.mem.links());
+            r.partial = Some(Partial { reason: "error".into(), at_cycle: self.now, cut_short: Vec::new() });
+            Some(Box::new(r))
         };
         SimError { kind, partial }
+    }
+
+    /// Stopped on request at cycle `now`: the report holds the finished kernels and, cut at
+    /// `now`, those that had started (their counts are what they did so far).
+    fn interrupted(&mut self) -> SimError {
+        let now = self.now;
+        for sm in &mut self.sms {
+            sm.account_until(now, &mut self.kernels);
+        }
+        let mut cut_short = Vec::new();
+        for k in self.kernels.iter_mut().filter(|k| !k.finished() && k.start.is_some()) {
+            k.end = now;
+            cut_short.push(k.info.id);
+        }
+        let shown: Vec<&KernelRun> = self.kernels.iter().filter(|k| k.start.is_some()).collect();
+        let mut r = build_report_refs(self.arch, &self.memory_model, &shown, now, self.mem.links());
+        r.partial = Some(Partial { reason: "interrupted".into(), at_cycle: now, cut_short });
+        SimError { kind: SimErrorKind::Interrupted { cycle: now }, partial: Some(Box::new(r)) }
     }
 
     /// Registers a kernel pulled from the trace. `None` when it cannot launch at all (the error
@@ -238,6 +272,13 @@ impl<'a, O: Observer> Engine<'a, O> {
     fn run(&mut self, mut current: Option<(usize, &mut dyn KernelSource)>) -> Result<Stop, SimError> {
         let watchdog = self.arch.sim.watchdog_cycles.0.max(1);
         loop {
+            self.stop_countdown -= 1;
+            if self.stop_countdown == 0 {
+                self.stop_countdown = STOP_POLL;
+                if self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    return Err(self.interrupted());
+                }
+            }
             self.retire_due();
             // CTAs go out in launch order of their kernels: a later kernel gets what an earlier
             // one leaves free.

@@ -17,6 +17,8 @@ pub enum SimErrorKind {
     Watchdog { cycle: u64, idle_cycles: u64, stuck: Vec<String> },
     /// The configuration names an unknown model component.
     Config(String),
+    /// Stopped on request ([`crate::SimOptions::stop`]) at this cycle.
+    Interrupted { cycle: u64 },
 }
 
 #[derive(Debug)]
@@ -32,6 +34,7 @@ impl fmt::Display for SimError {
             SimErrorKind::Trace(e) => write!(f, "{e}"),
             SimErrorKind::Launch { kernel, reason } => write!(f, "kernel `{kernel}` cannot launch: {reason}"),
             SimErrorKind::Config(e) => write!(f, "{e}"),
+            SimErrorKind::Interrupted { cycle } => write!(f, "interrupted at cycle {cycle}"),
             SimErrorKind::Watchdog { cycle, idle_cycles, stuck } => {
                 write!(f, "watchdog: no warp issued for {idle_cycles} cycles (at cycle {cycle}); stuck warps:")?;
                 for s in stuck.iter().take(16) {

@@ -29,10 +29,10 @@ pub mod sm;
 pub mod stats;
 pub mod timing;
 
-pub use engine::{LOOKAHEAD_KERNELS, SimOptions, simulate, simulate_observed};
+pub use engine::{LOOKAHEAD_KERNELS, STOP_POLL, SimOptions, simulate, simulate_observed};
 pub use error::{SimError, SimErrorKind};
 pub use footprint::{Footprint, footprint};
 pub use observer::{CtaEvent, NoObserver, Observer, SmSample};
 pub use occupancy::{Limiter, Occupancy, occupancy};
-pub use report::{KernelReport, Report, SteadyWindow, StreamReport};
+pub use report::{KernelReport, Partial, Report, SteadyWindow, StreamReport};
 pub use stats::{MemTraffic, StallReason};

@@ -37,6 +37,21 @@ pub struct Report {
     pub critical_path: Vec<u32>,
     /// Utilisation and queueing of the memory system's links over the whole run.
     pub links: Vec<crate::mem::LinkStats>,
+    /// Set when the run did not complete: what the report holds is what was done until then.
+    /// Absent from the JSON of a complete run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<Partial>,
+}
+
+/// Why and where a run stopped early.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Partial {
+    /// `interrupted` (SIGINT/SIGTERM) or `error` (a later kernel failed; only finished kernels
+    /// are in the report).
+    pub reason: String,
+    pub at_cycle: u64,
+    /// Kernels that had started but not finished, reported up to `at_cycle`.
+    pub cut_short: Vec<u32>,
 }
 
 /// One CUDA stream over the run.
@@ -267,6 +282,7 @@ pub(crate) fn build_report_refs(
         critical_path: critical_path(kernels),
         kernels: ks,
         links,
+        partial: None,
     }
 }
 

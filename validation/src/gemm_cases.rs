@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use gpusim_configs::Arch;
 use gpusim_isa::MemTraceSource;
-use gpusim_sim_core::{SimOptions, simulate};
+use gpusim_sim_core::simulate;
 use gpusim_workloads::gemm::{self, Dtype, GemmProblem, Twin};
 
 use crate::case::{Case, Metric};
@@ -187,7 +187,7 @@ pub fn run_gemm(arch: &Arch, shape: &GemmShape) -> Result<GemmRun, String> {
     let trace_hash = hash_trace(&trace)?;
     let kernels = trace.kernels.len();
     let mut src = MemTraceSource::new(trace);
-    let report = simulate(arch, &mut src, &SimOptions::default()).map_err(|e| format!("simulate: {e}"))?;
+    let report = simulate(arch, &mut src, &crate::sim_options::options()).map_err(|e| format!("simulate: {e}"))?;
     if report.time_us.is_nan() || report.time_us <= 0.0 {
         return Err(format!("simulated time {} µs", report.time_us));
     }

@@ -53,6 +53,7 @@ pub mod nsight;
 pub mod optimize;
 mod panic;
 pub mod reference;
+pub mod sim_options;
 pub mod stats;
 
 pub use case::{Case, Kind, Metric, Trust};

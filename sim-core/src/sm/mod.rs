@@ -480,6 +480,24 @@ impl Sm {
         }
     }
 
+    /// Charges every live warp's wait up to `now` and its residency so far, as retirement
+    /// would: what a report of a run stopped at `now` needs so that its stall reasons still add
+    /// up to `resident_warp_cycles`. Only for a run that ends here.
+    pub fn account_until(&mut self, now: u64, kernels: &mut [KernelRun]) {
+        for s in 0..self.w.len() {
+            if matches!(self.w.phase[s], Phase::Free | Phase::Draining) {
+                continue;
+            }
+            let k = &mut kernels[self.w.kernel[s] as usize];
+            let from = self.w.acct_from[s];
+            if now > from {
+                k.stats.stall(self.w.wait_reason[s], now - from);
+                self.w.acct_from[s] = now;
+            }
+            k.stats.resident_warp_cycles += now.saturating_sub(self.w.launched_at[s]);
+        }
+    }
+
     /// Releases the CTA barrier when every live warp has arrived (exited warps count as arrived).
     fn try_release_barrier(&mut self, cs: usize, now: u64) {
         let c = &self.ctas[cs];

@@ -114,6 +114,9 @@ pub struct Correlation {
     pub summary: Summary,
     pub threads: usize,
     pub wall_s: f64,
+    /// Stopped early ([`Options::stop`]): the cases left unrun are `Skipped` with the reason
+    /// "not run: interrupted", and the summary covers only those that ran.
+    pub interrupted: bool,
 }
 
 /// Stable hash of a preset's fully resolved TOML ([`gpusim_configs::to_toml`]).
@@ -135,6 +138,8 @@ struct JobResult {
     warp_instructions: Option<u64>,
     detail: Option<String>,
     wall_s: f64,
+    /// Not run: the correlation was interrupted first.
+    interrupted: bool,
 }
 
 /// Runs one job; a panic in a generator or the simulator becomes its error.
@@ -243,6 +248,10 @@ fn apply(job: &Job, r: &JobResult, case: &Case, row: &mut CaseRow) {
             row.status = Status::Failed;
             row.reason = Some(e.clone());
         }
+        None if r.interrupted => {
+            row.status = Status::Skipped;
+            row.reason = Some("not run: interrupted".into());
+        }
         None => {
             row.status = Status::Failed;
             row.reason = Some("not run".into());
@@ -316,8 +325,26 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
         .num_threads(threads)
         .build()
         .map_err(|e| format!("cannot start {threads} threads: {e}"))?;
-    let done: Vec<JobResult> =
-        pool.install(|| unique.par_iter().with_max_len(1).map(|(job, _)| run_job(job)).collect());
+    let stopped = || opts.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+    let done: Vec<JobResult> = pool.install(|| {
+        unique
+            .par_iter()
+            .with_max_len(1)
+            .map(|(job, _)| match stopped() {
+                true => JobResult { interrupted: true, ..JobResult::default() },
+                false => {
+                    let r = crate::sim_options::with_stop(opts.stop.clone(), || run_job(job));
+                    // A job stopped part-way is as good as not run.
+                    if stopped() && r.value.as_ref().is_some_and(|v| v.is_err()) {
+                        JobResult { interrupted: true, ..JobResult::default() }
+                    } else {
+                        r
+                    }
+                }
+            })
+            .collect()
+    });
+    let interrupted = done.iter().any(|r| r.interrupted);
     for ((job, ids), r) in unique.iter().zip(&done) {
         for &i in ids {
             apply(job, r, selected[i], &mut rows[i]);
@@ -363,6 +390,7 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
         summary,
         threads,
         wall_s: t0.elapsed().as_secs_f64(),
+        interrupted,
     })
 }
 

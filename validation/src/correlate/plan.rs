@@ -151,6 +151,9 @@ pub struct Options {
     /// How many worst cases the summary lists.
     pub worst: usize,
     pub info: RunInfo,
+    /// Once set (by a Ctrl-C handler), cases not yet started are left unrun; the result is then
+    /// marked interrupted. Cases already running finish.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for Options {
@@ -161,6 +164,7 @@ impl Default for Options {
             threads: 1,
             worst: 5,
             info: RunInfo::default(),
+            stop: None,
         }
     }
 }

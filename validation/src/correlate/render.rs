@@ -183,7 +183,8 @@ impl Correlation {
     pub fn markdown(&self) -> String {
         let p = &self.provenance;
         let (sim, skip, fail) = self.counts();
-        let mut s = format!(
+        let mut s = self.partial_banner().to_string();
+        s += &format!(
             "{} cases: {sim} simulated, {skip} skipped, {fail} failed. Error = (simulated − published) / published.\n\n",
             self.cases.len()
         );
@@ -215,10 +216,16 @@ impl Correlation {
     }
 
     /// The report for a terminal: the same content as [`Correlation::markdown`] as aligned text.
+    /// The banner of an interrupted correlation, empty otherwise.
+    fn partial_banner(&self) -> &'static str {
+        if self.interrupted { "PARTIAL: interrupted; the cases not yet run are listed as skipped\n\n" } else { "" }
+    }
+
     pub fn text(&self) -> String {
         let p = &self.provenance;
         let (sim, skip, fail) = self.counts();
-        let mut s = text_table(&CASE_HEADER, CASE_ALIGN, &self.case_rows());
+        let mut s = self.partial_banner().to_string();
+        s += &text_table(&CASE_HEADER, CASE_ALIGN, &self.case_rows());
         if skip + fail > 0 {
             s += "\nnot simulated:\n";
             s += &text_table(&["case", "kind", "hardware", "status", "reason"], "lllll", &self.skipped_rows());

@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use gpusim_configs::Arch;
 use gpusim_isa::{KernelSource, TraceError, TraceSource, accelsim};
-use gpusim_sim_core::{SimOptions, simulate};
+use gpusim_sim_core::simulate;
 
 use crate::case::{Case, Metric};
 
@@ -341,15 +341,12 @@ pub fn run_kernel_job(arch: &Arch, job: &KernelJob) -> Result<KernelRun, String>
     let k = &kernels[index];
     let mut src = open_trace(&job.trace)?;
     let mut one = OneKernel { inner: src.as_mut(), skip: index, done: false };
-    let result =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulate(arch, &mut one, &SimOptions::default())))
-            .map_err(|p| {
-                format!(
-                    "{shown}: kernel {index} `{}`: the simulation panicked: {}",
-                    k.name,
-                    crate::panic::panic_message(p)
-                )
-            })?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        simulate(arch, &mut one, &crate::sim_options::options())
+    }))
+    .map_err(|p| {
+        format!("{shown}: kernel {index} `{}`: the simulation panicked: {}", k.name, crate::panic::panic_message(p))
+    })?;
     let diagnostics: Vec<String> = one.take_diagnostics().iter().map(|d| d.to_string()).collect();
     let report = result.map_err(|e| format!("{shown}: kernel {index} `{}`: {e}", k.name))?;
     let kr = report.kernels.first().ok_or_else(|| format!("{shown}: kernel {index} `{}` was not simulated", k.name))?;

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use gpusim_configs::{Arch, Hertz, load_preset, validate};
 use gpusim_isa::{AddrExpr, Dim3, KernelInfo, MemTraceSource, OpTable, Trace, Var};
-use gpusim_sim_core::{Report, SimOptions, simulate};
+use gpusim_sim_core::{Report, simulate};
 use gpusim_workloads::ubench::{
     CopyEngine, CopyPipeline, Dsmem, L2Read, PointerChase, Stream, StreamKind, async_copy_pipeline, dsmem_latency_pair,
     l2_read, pointer_chase_pair, stream,
@@ -210,7 +210,7 @@ pub struct Measurement {
 
 fn sim(arch: &Arch, trace: &Trace) -> Result<Report, String> {
     let mut src = MemTraceSource::new(trace.clone());
-    simulate(arch, &mut src, &SimOptions::default()).map_err(|e| e.to_string())
+    simulate(arch, &mut src, &crate::sim_options::options()).map_err(|e| e.to_string())
 }
 
 fn kernel_cycles(arch: &Arch, trace: &Trace, kernel: usize) -> Result<(u64, u64), String> {
