@@ -4,6 +4,10 @@
 //! and a reader must never see half a file: [`check_writable`] tries the output's folder up
 //! front, [`write_atomic`] writes a temporary file beside the target, syncs it and renames it
 //! over the target, so the file is either the old one or the whole new one.
+//!
+//! Only regular files (or paths not there yet) go through a temporary file. Anything else that
+//! exists — `/dev/stdout`, a FIFO, a terminal, a symlink to one — is written in place: renaming
+//! over it would replace the device or the link with a plain file.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,11 +20,24 @@ fn temp_for(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
+/// Whether `path` is written through a temporary file: a regular file, or nothing yet. A
+/// symlink counts by what it points at.
+fn replaceable(path: &Path) -> bool {
+    match std::fs::metadata(path) {
+        Ok(m) => m.is_file(),
+        Err(_) => std::fs::symlink_metadata(path).is_err(),
+    }
+}
+
 /// Fails with exit code 2 unless `path` can be written: its folder exists and accepts a new
 /// file, and `path` is not a folder. Leaves nothing behind.
 pub fn check_writable(path: &Path, what: &str) -> CliResult {
     if path.is_dir() {
         return Err(CliError::input(format!("{what} {}: is a folder, not a file", path.display())));
+    }
+    if !replaceable(path) {
+        // A device, FIFO or terminal: it exists, and is written in place.
+        return Ok(());
     }
     let tmp = temp_for(path);
     std::fs::File::create(&tmp)
@@ -32,6 +49,9 @@ pub fn check_writable(path: &Path, what: &str) -> CliResult {
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult {
     let err = |e: std::io::Error| CliError::input(format!("{}: cannot write: {e}", path.display()));
+    if !replaceable(path) {
+        return std::fs::OpenOptions::new().write(true).open(path).and_then(|mut f| f.write_all(bytes)).map_err(err);
+    }
     let tmp = temp_for(path);
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;

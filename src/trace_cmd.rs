@@ -105,10 +105,8 @@ fn collect(src: &mut dyn TraceSource) -> Result<Trace, gpusim_isa::TraceError> {
         let info = ks.info().clone();
         let mut programs: Vec<Arc<Program>> = Vec::new();
         let mut index: HashMap<*const Program, u32> = HashMap::new();
-        let mut layouts: Vec<Vec<u32>> = Vec::new();
-        while let Some(cta) = ks.next_cta()? {
-            let l = cta
-                .warps
+        let mut layout_of = |warps: &[Arc<Program>]| -> Vec<u32> {
+            warps
                 .iter()
                 .map(|p| {
                     *index.entry(Arc::as_ptr(p)).or_insert_with(|| {
@@ -116,20 +114,36 @@ fn collect(src: &mut dyn TraceSource) -> Result<Trace, gpusim_isa::TraceError> {
                         (programs.len() - 1) as u32
                     })
                 })
-                .collect();
-            layouts.push(l);
+                .collect()
+        };
+        // Runs of CTAs sharing the source's default layout come whole (`skip_run`), so a huge
+        // grid of one layout costs one entry, not one per CTA.
+        let mut runs: Vec<(u64, u64, Vec<u32>)> = Vec::new();
+        let mut next = 0u64;
+        loop {
+            if let Some(run) = ks.skip_run(u64::MAX)? {
+                runs.push((run.first, run.count, layout_of(&run.warps)));
+                next = run.first + run.count;
+                continue;
+            }
+            let Some(cta) = ks.next_cta()? else { break };
+            runs.push((next, 1, layout_of(&cta.warps)));
+            next += 1;
         }
         let ops = ks.ops().clone();
         // The most common layout becomes the default; the others are overrides.
-        let mut counts: HashMap<&Vec<u32>, usize> = HashMap::new();
-        for l in &layouts {
-            *counts.entry(l).or_default() += 1;
+        let mut counts: HashMap<&Vec<u32>, u64> = HashMap::new();
+        for (_, n, l) in &runs {
+            *counts.entry(l).or_default() += n;
         }
-        let mut ranked: Vec<(&Vec<u32>, usize)> = counts.into_iter().collect();
+        let mut ranked: Vec<(&Vec<u32>, u64)> = counts.into_iter().collect();
         ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         let default = ranked.first().map(|(l, _)| (*l).clone()).unwrap_or_default();
-        let overrides =
-            layouts.iter().enumerate().filter(|(_, l)| **l != default).map(|(i, l)| (i as u64, l.clone())).collect();
+        let overrides = runs
+            .iter()
+            .filter(|(_, _, l)| *l != default)
+            .flat_map(|(first, n, l)| (*first..first + n).map(move |i| (i, l.clone())))
+            .collect();
         trace.kernels.push(KernelTrace { info, ops, programs, layout: CtaLayout { default, overrides } });
     }
     Ok(trace)

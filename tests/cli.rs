@@ -354,3 +354,42 @@ fn a_trace_can_come_through_a_pipe() {
     // The same report but for the trace's name.
     assert_eq!(out.replace("/dev/stdin", "examples/ffma_bound.trace"), file_out);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_trace_can_come_from_a_fifo_or_from_dash() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let trace = std::fs::read(root().join("examples/two_streams.trace")).unwrap();
+    let (file_out, _) =
+        ok(&["run", "--arch", "h100-sxm5-80gb", "-q", "--json", "/dev/stdout", "examples/two_streams.trace"]);
+    // A FIFO: detection must not open it twice (a second open would wait for a second writer).
+    let fifo = std::env::temp_dir().join(format!("gpusim-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (f, t) = (fifo.clone(), trace.clone());
+    let writer = std::thread::spawn(move || std::fs::OpenOptions::new().write(true).open(&f)?.write_all(&t));
+    let (fifo_out, _) = ok(&["run", "--arch", "h100-sxm5-80gb", "-q", "--json", "/dev/stdout", fifo.to_str().unwrap()]);
+    writer.join().unwrap().unwrap();
+    let _ = std::fs::remove_file(&fifo);
+    assert_eq!(fifo_out, file_out);
+    // `-`: standard input.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpusim"))
+        .args(["run", "--arch", "h100-sxm5-80gb", "-q", "--json", "/dev/stdout", "-"])
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let w = std::thread::spawn(move || stdin.write_all(&trace));
+    let o = child.wait_with_output().unwrap();
+    w.join().unwrap().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out, file_out);
+    // `--json /dev/stdout` wrote through the device: it is still what it was, not a plain file
+    // renamed over it.
+    assert!(!std::fs::symlink_metadata("/dev/stdout").unwrap().is_file());
+}

@@ -4,7 +4,8 @@
 //!
 //! A gpusim trace is read through the handle its first bytes were looked at on: the bytes read
 //! to decide go back in front of the rest. So a pipe, a FIFO or `/dev/stdin` works as a trace,
-//! and a file is opened once. Accel-Sim traces are folders of files, opened by path.
+//! and a file is opened once; `-` is standard input. Accel-Sim traces are folders of files,
+//! opened by path.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -26,7 +27,12 @@ pub enum Format {
 const HEAD: u64 = 64 * 1024;
 
 /// The bytes a detection read, followed by the rest of the stream.
-pub type Rest = std::io::Chain<std::io::Cursor<Vec<u8>>, File>;
+pub type Rest = std::io::Chain<std::io::Cursor<Vec<u8>>, Box<dyn Read>>;
+
+/// Whether `path` names standard input (`-`).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
 
 /// What [`detect`] found: the format, and for a gpusim trace the open stream.
 pub enum Detected {
@@ -43,17 +49,21 @@ fn io_error(path: &Path, what: &str, e: std::io::Error) -> TraceError {
 
 /// Decides the format of `path` (a file, a pipe, or a folder with `kernelslist.g`).
 pub fn detect(path: &Path) -> Result<Detected, TraceError> {
-    let name = path.display().to_string();
+    let name = if is_stdin(path) { "<stdin>".to_string() } else { path.display().to_string() };
     let invalid =
         |msg: String| TraceError::new(TraceErrorKind::Invalid, Location { file: name.clone(), line: 1, col: 1 }, msg);
-    if path.is_dir() {
+    if !is_stdin(path) && path.is_dir() {
         let list = path.join("kernelslist.g");
         if list.is_file() {
             return Ok(Detected::AccelSim(list));
         }
         return Err(invalid("a folder, and it holds no kernelslist.g".to_string()));
     }
-    let mut f = File::open(path).map_err(|e| io_error(path, "cannot open", e))?;
+    let mut f: Box<dyn Read> = if is_stdin(path) {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(|e| io_error(path, "cannot open", e))?)
+    };
     let mut head = Vec::with_capacity(HEAD as usize);
     (&mut f).take(HEAD).read_to_end(&mut head).map_err(|e| io_error(path, "cannot read", e))?;
     let format = if binary::is_binary(&head) {
@@ -65,6 +75,12 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
         if first.starts_with("gpusim-trace") {
             Some(Format::Text)
         } else if file.ends_with(".g") || first.starts_with("MemcpyHtoD") || first.starts_with("kernel-") {
+            if is_stdin(path) {
+                return Err(invalid(
+                    "an Accel-Sim kernelslist.g names kernel files beside it; give its path, not standard input"
+                        .to_string(),
+                ));
+            }
             return Ok(Detected::AccelSim(path.to_path_buf()));
         } else if file.ends_with(".traceg") {
             return Err(invalid(
@@ -91,7 +107,7 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
 
 /// Opens `path` as a streaming trace source, whatever its format.
 pub fn open(path: &Path) -> Result<(Format, Box<dyn TraceSource>), TraceError> {
-    let name = path.display().to_string();
+    let name = if is_stdin(path) { "<stdin>".to_string() } else { path.display().to_string() };
     Ok(match detect(path)? {
         Detected::Stream(Format::Binary, rest) => {
             (Format::Binary, Box::new(binary::BinaryReader::from_reader(name, BufReader::with_capacity(1 << 16, rest))))

@@ -1,0 +1,278 @@
+//! A mutation campaign in the test suite (issue 15): the shipped examples, traces and presets,
+//! mutated at random with a fixed seed, go through every entry point a user's file reaches —
+//! the text, binary and Accel-Sim trace readers, and chip loading with validation followed by a
+//! short simulation. None may panic; a chip that loads must simulate (or fail with an error).
+//!
+//! CI runs a few hundred mutations per entry point. `GPUSIM_MUTATIONS=10000 cargo test --release
+//! --test mutation` is the long campaign of docs/testing.md; cargo-fuzz (fuzz/) runs the readers
+//! and the chip loader coverage-guided.
+
+use std::path::Path;
+
+use gpusim_isa::{TraceSource, binary, text};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Mutations per entry point: `GPUSIM_MUTATIONS`, else 300.
+fn cases() -> u32 {
+    std::env::var("GPUSIM_MUTATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
+}
+
+/// A runner with a fixed seed: every run mutates the same way.
+fn runner(salt: u8) -> TestRunner {
+    let config = Config { cases: cases(), failure_persistence: None, ..Config::default() };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[salt; 32]))
+}
+
+/// Values that sit at or past the edges of what parameters and trace fields accept.
+const EXTREMES: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "4294967295",
+    "4294967296",
+    "18446744073709551615",
+    "99999999999999999999999",
+    "1e308",
+    "nan",
+    "\"16777216 TiB\"",
+    "\"1 Hz\"",
+    "\"0 B\"",
+    "\"-5 GiB\"",
+    "\"\"",
+];
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    FlipByte { at: usize, bit: u8 },
+    Delete { at: usize, len: usize },
+    Insert { at: usize, bytes: Vec<u8> },
+    DuplicateLine { line: usize },
+    DropLine { line: usize },
+    Extreme { number: usize, value: usize },
+    Truncate { at: usize },
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        1 => (any::<usize>(), 0u8..8).prop_map(|(at, bit)| Mutation::FlipByte { at, bit }),
+        1 => (any::<usize>(), 1usize..64).prop_map(|(at, len)| Mutation::Delete { at, len }),
+        1 => (any::<usize>(), proptest::collection::vec(any::<u8>(), 1..16)).prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
+        1 => any::<usize>().prop_map(|line| Mutation::DuplicateLine { line }),
+        1 => any::<usize>().prop_map(|line| Mutation::DropLine { line }),
+        3 => (any::<usize>(), 0..EXTREMES.len()).prop_map(|(number, value)| Mutation::Extreme { number, value }),
+        1 => any::<usize>().prop_map(|at| Mutation::Truncate { at }),
+    ]
+}
+
+fn apply(input: &[u8], muts: &[Mutation]) -> Vec<u8> {
+    let mut b = input.to_vec();
+    for m in muts {
+        let n = b.len().max(1);
+        match m {
+            Mutation::FlipByte { at, bit } => {
+                if !b.is_empty() {
+                    b[at % n] ^= 1 << bit;
+                }
+            }
+            Mutation::Delete { at, len } => {
+                let at = at % n;
+                let end = (at + len).min(b.len());
+                if at < end {
+                    b.drain(at..end);
+                }
+            }
+            Mutation::Insert { at, bytes } => {
+                let at = at % (b.len() + 1);
+                b.splice(at..at, bytes.iter().copied());
+            }
+            Mutation::DuplicateLine { line } | Mutation::DropLine { line } => {
+                let mut lines: Vec<Vec<u8>> = b.split(|&c| c == b'\n').map(<[u8]>::to_vec).collect();
+                let i = line % lines.len();
+                if matches!(m, Mutation::DuplicateLine { .. }) {
+                    let l = lines[i].clone();
+                    lines.insert(i, l);
+                } else {
+                    lines.remove(i);
+                }
+                b = lines.join(&b'\n');
+            }
+            Mutation::Extreme { number, value } => {
+                // Replace the number-th run of digits (or quoted value) with an extreme value.
+                let runs: Vec<(usize, usize)> = digit_runs(&b);
+                if !runs.is_empty() {
+                    let (s, e) = runs[number % runs.len()];
+                    b.splice(s..e, EXTREMES[*value].bytes());
+                }
+            }
+            Mutation::Truncate { at } => b.truncate(at % n),
+        }
+    }
+    b
+}
+
+/// Byte ranges of digit runs and of quoted strings.
+fn digit_runs(b: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            let s = i;
+            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+                i += 1;
+            }
+            out.push((s, i));
+        } else if b[i] == b'"' {
+            let s = i;
+            i += 1;
+            while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                i += 1;
+            }
+            if i < b.len() && b[i] == b'"' {
+                i += 1;
+                out.push((s, i));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Pulls every kernel and up to `cap` CTAs of each; errors are fine, panics are not.
+fn drain(src: &mut dyn TraceSource, cap: u64) {
+    while let Ok(Some(mut k)) = src.next_kernel() {
+        let mut n = 0;
+        while let Ok(Some(c)) = k.next_cta() {
+            assert_eq!(c.warps.len() as u32, k.info().warps_per_cta());
+            n += 1;
+            if n >= cap {
+                break;
+            }
+        }
+    }
+}
+
+fn seeds(ext: &str) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for dir in ["examples", "tests/bad-inputs", "fuzz/corpus/text_reader"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == ext) {
+                out.push(std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    assert!(!out.is_empty(), "no .{ext} seeds");
+    out
+}
+
+fn campaign(salt: u8, seeds: &[Vec<u8>], check: impl FnMut(&[u8])) {
+    let strategy = (0..seeds.len(), proptest::collection::vec(mutation(), 1..6));
+    let check = std::cell::RefCell::new(check);
+    runner(salt)
+        .run(&strategy, |(i, muts)| {
+            (check.borrow_mut())(&apply(&seeds[i], &muts));
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn mutated_text_traces_never_panic_the_reader() {
+    campaign(1, &seeds("trace"), |b| {
+        let mut r = text::TextReader::from_reader("mutated.trace", b);
+        drain(&mut r, 10_000);
+    });
+}
+
+#[test]
+fn mutated_binary_traces_never_panic_the_reader() {
+    let bins: Vec<Vec<u8>> = seeds("trace")
+        .iter()
+        .filter_map(|t| text::read_trace("seed", std::str::from_utf8(t).ok()?).ok())
+        .map(|t| binary::to_bytes(&t).unwrap())
+        .collect();
+    assert!(bins.len() >= 3);
+    campaign(2, &bins, |b| {
+        let mut r = binary::BinaryReader::from_reader("mutated.gtb", b);
+        drain(&mut r, 10_000);
+    });
+}
+
+#[test]
+fn mutated_accelsim_traces_never_panic_the_importer() {
+    let mut seeds = Vec::new();
+    for e in std::fs::read_dir(root().join("examples/accelsim")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "traceg") {
+            seeds.push(std::fs::read(&p).unwrap());
+        }
+    }
+    assert!(!seeds.is_empty());
+    campaign(3, &seeds, |b| {
+        if let Ok(t) = std::str::from_utf8(b)
+            && let Ok(k) = gpusim_isa::accelsim::parse_traceg_str("mutated.traceg", t)
+        {
+            k.check().expect("accepted kernels are well formed");
+        }
+    });
+}
+
+/// One CTA touching every part of the model: FMAs, a global load and store, shared memory, a
+/// barrier.
+const PROBE: &str = "gpusim-trace 1
+kernel probe
+  grid 4 1 1
+  block 64 1 1
+  smem 1024
+  program p
+    S2R R0
+    IMAD.WIDE R2x2 <- R0 R9
+    LDG.E R4 <- R2x2 addr=0x10000+256*cta.x+128*warp
+    FFMA R7 <- R4 R4 R4
+    STS <- R5 R7 addr=0+128*warp
+    BAR.SYNC
+    LDS R6 <- R5 addr=0+4*warp
+    STG.E <- R2x2 R6 addr=0x20000+256*cta.x+128*warp
+    EXIT
+  end
+  warps 0..1 p
+end
+";
+
+#[test]
+fn mutated_chips_either_fail_to_load_or_simulate() {
+    let mut seeds = Vec::new();
+    for dir in ["configs/presets", "configs/arch", "tests/bad-inputs"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") && p.file_name().is_some_and(|n| n != "cases.toml") {
+                seeds.push(std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let probe = text::read_trace("probe", PROBE).unwrap();
+    let (mut loaded, mut ran) = (0u32, 0u32);
+    campaign(4, &seeds, |b| {
+        let Ok(t) = std::str::from_utf8(b) else { return };
+        // Files that inherit by relative path resolve from the presets' folder.
+        let Ok(arch) = gpusim_configs::load_str("mutated.toml", t) else { return };
+        loaded += 1;
+        // What `gpusim run` refuses up front (--max-memory's default) is not simulated.
+        if gpusim_sim_core::footprint(&arch).total() > 4 << 30 {
+            return;
+        }
+        let mut src = gpusim_isa::MemTraceSource::new(probe.clone());
+        if gpusim_sim_core::simulate(&arch, &mut src, &gpusim_sim_core::SimOptions::default()).is_ok() {
+            ran += 1;
+        }
+    });
+    eprintln!("{loaded} mutated chips loaded, {ran} simulated");
+    // The campaign must reach the simulator, not only the parser.
+    assert!(ran > cases() / 20, "{loaded} chips loaded, {ran} simulated");
+}
