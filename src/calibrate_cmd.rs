@@ -75,11 +75,30 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
         max_flops: a.max_flops,
         max_iter: a.max_iter,
         data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
+        stop: Some(crate::interrupt::install()?),
     };
     for t in &a.transfer {
         gpusim_configs::load_preset(t).map_err(|e| CliError::input(format!("--transfer: {e}")))?;
     }
-    let c = calibrate(&cases, &opts).map_err(|e| CliError::input(e.message))?;
+    let c = match calibrate(&cases, &opts) {
+        Ok(c) => c,
+        Err(e) if e.interrupted => {
+            // Nothing was fitted: the output preset is left as it was; the report says so.
+            if let Some(dir) = &a.report {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
+                let md = format!(
+                    "# Calibration of `{}`: PARTIAL\n\n{}; `{}` was not written.\n",
+                    a.arch,
+                    e.message,
+                    a.output.display()
+                );
+                crate::output::write_atomic(&dir.join("calibration.md"), md.as_bytes())?;
+            }
+            return Err(CliError::interrupted(e.message, crate::interrupt::exit_code().unwrap_or(130)));
+        }
+        Err(e) => return Err(CliError::input(e.message)),
+    };
     if !a.quiet {
         print!("{}", c.text());
     }

@@ -111,3 +111,36 @@ fn sigint_during_correlate_keeps_the_finished_cases_and_exits_130() {
     let unrun = v["cases"].as_array().unwrap().iter().filter(|c| c["reason"] == "not run: interrupted").count();
     assert!(unrun > 0, "{v}");
 }
+
+#[test]
+fn sigint_during_calibrate_fits_nothing_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("gpusim-interrupt-calibrate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out_toml = dir.join("fit.toml");
+    let data = root().join("../shared/reference/published.toml");
+    let (code, out, err, took) = interrupt(
+        &[
+            "calibrate",
+            "--arch",
+            "a100-sxm4-80gb",
+            "--data",
+            data.to_str().unwrap(),
+            "--kind",
+            "memory",
+            "--threads",
+            "1",
+            "-o",
+            out_toml.to_str().unwrap(),
+            "--report",
+            dir.to_str().unwrap(),
+        ],
+        "-INT",
+        Duration::from_secs(3),
+    );
+    assert_eq!(code, Some(130), "{out}\n{err}");
+    assert!(took < 10.0, "stopping took {took:.1} s");
+    assert!(err.contains("nothing was fitted"), "{err}");
+    assert!(!out_toml.exists(), "a fit cut short must not be written as a preset");
+    let md = std::fs::read_to_string(dir.join("calibration.md")).unwrap();
+    assert!(md.contains("PARTIAL"), "{md}");
+}

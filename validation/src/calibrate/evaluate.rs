@@ -2,8 +2,8 @@
 //! the Nelder–Mead fit.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use gpusim_configs::{Arch, load_preset, to_toml};
 use rayon::prelude::*;
@@ -29,9 +29,18 @@ pub(super) struct Evaluator<'a> {
     pub(super) case_job: Vec<usize>,
     pub(super) cache: Mutex<HashMap<(String, usize), Result<f64, String>>>,
     pub(super) sims: AtomicUsize,
+    pub(super) stop: Option<Arc<AtomicBool>>,
 }
 
+/// The error of a simulation not run (or stopped) because the calibration was interrupted.
+const INTERRUPTED: &str = "interrupted";
+
 impl Evaluator<'_> {
+    /// Whether [`CalOptions::stop`] was raised.
+    pub(super) fn stopped(&self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
+    }
+
     /// Simulated values of `subset` (case indices) under `values`.
     pub(super) fn simulate(&self, values: &[f64], subset: &[usize]) -> Vec<Result<f64, String>> {
         let arch = apply_values(&self.base, &self.params, values);
@@ -52,7 +61,14 @@ impl Evaluator<'_> {
                 if let Some(r) = self.cache.lock().expect("cache").get(&key) {
                     return (j, r.clone());
                 }
-                let r = simulate_on(&self.jobs[j], &arch);
+                if self.stopped() {
+                    return (j, Err(INTERRUPTED.to_string()));
+                }
+                let r = crate::sim_options::with_stop(self.stop.clone(), || simulate_on(&self.jobs[j], &arch));
+                if self.stopped() {
+                    // Stopped part-way: not a result, and never cached as one.
+                    return (j, Err(INTERRUPTED.to_string()));
+                }
                 self.sims.fetch_add(1, Ordering::Relaxed);
                 self.cache.lock().expect("cache").insert(key, r.clone());
                 (j, r)
@@ -138,7 +154,7 @@ pub(super) fn evaluator<'a>(
     opts: &CalOptions,
     fit: &[String],
 ) -> Result<(Evaluator<'a>, Skipped, String), CalError> {
-    let arch = load_preset(preset).map_err(|e| CalError { message: e.to_string() })?;
+    let arch = load_preset(preset).map_err(|e| CalError { message: e.to_string(), interrupted: false })?;
     let rendered = to_toml(&arch);
     let choice = ArchChoice::Preset(preset.to_string());
     let mut used: Vec<&Case> = Vec::new();
@@ -191,6 +207,7 @@ pub(super) fn evaluator<'a>(
         case_job,
         cache: Mutex::new(HashMap::new()),
         sims: AtomicUsize::new(0),
+        stop: opts.stop.clone(),
     };
     Ok((ev, skipped, rendered))
 }

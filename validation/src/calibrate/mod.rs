@@ -55,6 +55,8 @@ pub use params::{
 #[derive(Clone, Debug, PartialEq)]
 pub struct CalError {
     pub message: String,
+    /// Stopped by [`CalOptions::stop`]: nothing was fitted.
+    pub interrupted: bool,
 }
 
 impl std::fmt::Display for CalError {
@@ -64,7 +66,7 @@ impl std::fmt::Display for CalError {
 }
 
 fn err<T>(m: impl Into<String>) -> Result<T, CalError> {
-    Err(CalError { message: m.into() })
+    Err(CalError { message: m.into(), interrupted: false })
 }
 
 /// How to calibrate.
@@ -82,6 +84,9 @@ pub struct CalOptions {
     pub max_flops: Option<f64>,
     pub max_iter: usize,
     pub data_files: Vec<String>,
+    /// Once set (by a Ctrl-C handler), no further simulation starts and the running ones stop;
+    /// `calibrate` then fails with [`CalError::interrupted`] and fits nothing.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for CalOptions {
@@ -96,6 +101,7 @@ impl Default for CalOptions {
             max_flops: None,
             max_iter: 40,
             data_files: Vec::new(),
+            stop: None,
         }
     }
 }
@@ -177,7 +183,7 @@ fn pool(threads: usize) -> Result<rayon::ThreadPool, CalError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .build()
-        .map_err(|e| CalError { message: format!("cannot start {threads} threads: {e}") })
+        .map_err(|e| CalError { message: format!("cannot start {threads} threads: {e}"), interrupted: false })
 }
 
 /// Calibrates `opts.fit` of `opts.preset` on `cases`.
@@ -194,6 +200,15 @@ pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalEr
         let fitted = ev.fit(&all, opts.max_iter);
         let after = ev.errors(&fitted, &all);
         let cases = ev.compare(&preset_values, &fitted);
+        if ev.stopped() {
+            return Err(CalError {
+                message: format!(
+                    "interrupted after {} simulations: nothing was fitted",
+                    ev.sims.load(Ordering::Relaxed)
+                ),
+                interrupted: true,
+            });
+        }
         Ok(Calibration {
             preset: opts.preset.clone(),
             data_files: opts.data_files.clone(),

@@ -96,7 +96,7 @@ pub fn resolve_params(base: &Arch, keys: &[String], allow_datasheet: bool) -> Re
         if out.iter().any(|p| &p.key == key) {
             continue;
         }
-        let info = explain(key).map_err(|e| CalError { message: e.to_string() })?;
+        let info = explain(key).map_err(|e| CalError { message: e.to_string(), interrupted: false })?;
         if is_datasheet(key, info.unit) && !allow_datasheet {
             return err(format!(
                 "`{key}` is fixed by the datasheet (SM count, clocks, peak rates, bandwidths, sizes are inputs, \
