@@ -1,0 +1,46 @@
+//! Ctrl-C (SIGINT) and SIGTERM as a flag that long commands poll between units of work, so they
+//! stop cleanly: finish or abandon the work in flight, keep what is done, exit 130 or 143. A
+//! second signal ends the process at once (with the same code), for when waiting is not wanted.
+//!
+//! `install` once per process, before the work starts; `signal()` is cheap (one atomic load).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::flag;
+
+/// The signals received so far, as a pollable flag.
+#[derive(Clone)]
+pub struct Interrupt {
+    signal: Arc<AtomicUsize>,
+}
+
+impl Interrupt {
+    /// Registers the handlers for SIGINT and SIGTERM.
+    pub fn install() -> std::io::Result<Interrupt> {
+        let signal = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM] {
+            // Order matters: the shutdown handler looks at `seen` before the next one sets it,
+            // so the first signal only raises the flag and the second one exits.
+            flag::register_conditional_shutdown(sig, 128 + sig, seen.clone())?;
+            flag::register(sig, seen.clone())?;
+            flag::register_usize(sig, signal.clone(), sig as usize)?;
+        }
+        Ok(Interrupt { signal })
+    }
+
+    /// The signal that asked to stop, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        match self.signal.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s as i32),
+        }
+    }
+
+    /// The exit code for the signal received: 128 + its number (130 for SIGINT, 143 for SIGTERM).
+    pub fn exit_code(&self) -> Option<i32> {
+        self.signal().map(|s| 128 + s)
+    }
+}
