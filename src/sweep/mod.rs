@@ -85,6 +85,9 @@ pub struct SweepArgs {
     /// An extra `#SBATCH` line for --emit-slurm (`--partition=gpu`). Repeatable.
     #[arg(long = "sbatch", value_name = "OPTION")]
     pub sbatch: Vec<String>,
+    /// Check every point and workload, list the points, and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -127,6 +130,18 @@ pub fn sweep(a: SweepArgs) -> CliResult {
     let prep = prepare::prepare(&study)?;
     if a.emit_slurm {
         return emit_slurm(&a, &study, &out);
+    }
+    if a.dry_run {
+        let m = &prep.manifest;
+        for p in m.points.iter().filter(|p| shard.contains(p.index)) {
+            let values: Vec<String> = m.params.iter().map(|k| format!("{}={}", k.key, p.values[&k.key])).collect();
+            println!("point {} {}  {}", p.index, p.id, values.join(" "));
+        }
+        for w in &m.workloads {
+            println!("workload {}  {}{}", w.name, w.source, if w.per_point { "  (regenerated per point)" } else { "" });
+        }
+        println!("{} point(s) × {} workload(s), all valid; nothing run", m.points.len(), m.workloads.len());
+        return Ok(());
     }
     let interrupt = Interrupt::install().map_err(|e| CliError::input(format!("cannot handle signals: {e}")))?;
     let s = execute::run(&prep, &out, shard, a.threads, &interrupt)?;

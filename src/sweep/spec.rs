@@ -72,11 +72,18 @@ impl Range {
         Ok(out)
     }
 
-    /// `v` (base units) as override text: in the range's unit when that is exact (whole-number
-    /// kinds) or to 6 significant digits (the others), else in the base unit.
+    /// `v` (base units) as override text, in the range's unit to 6 significant digits; for a
+    /// whole-number kind the nearest value that is whole in base units (in the base unit when
+    /// the range's unit cannot write it).
     pub fn render(&self, v: f64) -> String {
         let u = &self.unit;
         if whole(u.kind) {
+            // 6 significant digits in the range's unit when that is a whole number of base
+            // units (`1.52346 GHz`), else the nearest whole number written exactly.
+            let near = with_unit(&sig6(v / u.scale), &u.name);
+            if base_value(u.kind, &near).is_ok() {
+                return near;
+            }
             let n = v.round();
             let candidate = with_unit(&sig6(n / u.scale), &u.name);
             if base_value(u.kind, &candidate) == Ok(n) {
@@ -300,6 +307,7 @@ mod tests {
     fn render_falls_back_to_the_base_unit_when_not_exact() {
         let Spec::Range(r) = parse_cli(r#""1 KiB".."2 KiB":2"#, ParamKind::Bytes).unwrap() else { panic!() };
         assert_eq!(r.render(1500.0), "1500 B");
+        assert_eq!(r.render(1500.4), "1500 B");
         assert_eq!(r.render(1536.0), "1.5 KiB");
         assert_eq!(base_value(ParamKind::Bytes, "1.5 KiB"), Ok(1536.0));
     }
