@@ -47,7 +47,7 @@ echo "== munge"
 mungekey --create --keyfile="${scratch}/munge/munge.key"
 munged -F --force --socket="${scratch}/munge/munge.socket" --pid-file="${scratch}/munge/munged.pid" \
   --key-file="${scratch}/munge/munge.key" --log-file="${scratch}/log/munged.log" \
-  --seed-file="${scratch}/munge/munge.seed" &
+  --seed-file="${scratch}/munge/munge.seed" >"${scratch}/log/munged.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [[ -S "${scratch}/munge/munge.socket" ]] && break; sleep 0.1; done
 [[ -S "${scratch}/munge/munge.socket" ]] || { echo "munged did not start:"; cat "${scratch}/log/munged.log"; exit 1; }
@@ -82,9 +82,9 @@ PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 
 echo "== slurmctld, slurmd"
-slurmctld -D -f "${SLURM_CONF}" &
+slurmctld -D -f "${SLURM_CONF}" >"${scratch}/log/slurmctld.out" 2>&1 &
 pids+=($!)
-slurmd -D -f "${SLURM_CONF}" &
+slurmd -D -f "${SLURM_CONF}" >"${scratch}/log/slurmd.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 200); do
   state="$(sinfo -h -o %T 2>/dev/null || true)"
@@ -99,7 +99,7 @@ cat >"${study}" <<EOF
 name = "slurm-test"
 arch = "h100-sxm5-80gb"
 [vary]
-"sm.count" = [44, 66, 88, 110, 132]
+"sm.count" = [64, 80, 96, 112, 132]  # 8-CTA clusters need 8 SMs per GPC
 "hbm.bandwidth" = '"2 TB/s".."3 TB/s":2'
 [[workload]]
 trace = "${root}/examples/two_streams.trace"

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// A study of `points` chips (SM counts 40, 44, ...) over the two-streams example: each point
+/// A study of `points` chips (SM counts 64, 68, ...: 8-CTA clusters need 8 SMs per GPC) over the two-streams example: each point
 /// takes a fraction of a second, so a kill lands mid-run.
 fn study(dir: &Path, points: usize) -> PathBuf {
-    let counts: Vec<String> = (0..points).map(|i| (40 + 4 * i).to_string()).collect();
+    let counts: Vec<String> = (0..points).map(|i| (64 + 4 * i).to_string()).collect();
     let text = format!(
         "name = \"small\"\narch = \"h100-sxm5-80gb\"\n\n[vary]\n\"sm.count\" = [{}]\n\n[[workload]]\ntrace = {:?}\n",
         counts.join(", "),
@@ -104,7 +104,7 @@ fn ranges_and_latin_hypercubes_reach_the_manifest_and_csv() {
         "--vary",
         r#"hbm.bandwidth="2 TB/s".."3 TB/s":3"#,
         "--vary",
-        "sm.count=[60,120]",
+        "sm.count=[66,132]",
         "--workload",
         "examples/two_streams.trace",
         "--cost",
@@ -118,14 +118,14 @@ fn ranges_and_latin_hypercubes_reach_the_manifest_and_csv() {
     let bw: Vec<f64> = points.iter().map(|p| p["numeric"]["hbm.bandwidth"].as_f64().unwrap()).collect();
     assert_eq!(bw, [2e12, 2e12, 2.5e12, 2.5e12, 3e12, 3e12]);
     assert_eq!(points[2]["values"]["hbm.bandwidth"], "2.5 TB/s");
-    assert_eq!(points[1]["cost"].as_f64(), Some(240.0));
+    assert_eq!(points[1]["cost"].as_f64(), Some(264.0));
     assert_eq!(m["params"][0]["key"], "hbm.bandwidth");
     assert_eq!(m["workloads"][0]["per_point"], false);
     let csv = read(&out.join("results.csv"));
     let header = csv.lines().next().unwrap();
     assert!(header.starts_with("point,id,hbm.bandwidth,sm.count,workload,time_us,tflops,bottleneck"), "{header}");
     assert_eq!(rows(&out).len(), 6);
-    assert!(rows(&out)[3].starts_with(&format!("3,{},2500000000000,120,two_streams,", points[3]["id"].as_str().unwrap())));
+    assert!(rows(&out)[3].starts_with(&format!("3,{},2500000000000,132,two_streams,", points[3]["id"].as_str().unwrap())));
     // More SMs never slow this trace down.
     let time = |r: &str| r.split(',').nth(5).unwrap().parse::<f64>().unwrap();
     let r = rows(&out);
@@ -140,7 +140,7 @@ fn ranges_and_latin_hypercubes_reach_the_manifest_and_csv() {
             "--vary",
             r#"hbm.bandwidth="2 TB/s".."4 TB/s":2"#,
             "--vary",
-            "sm.count=60..120:2",
+            "sm.count=66..132:2",
             "--lhs",
             "5",
             "--seed",

@@ -84,9 +84,13 @@ pub fn run(prep: &Prepared, dir: &Path, shard: Shard, threads: Option<usize>, in
                 let path = output::point_path(dir, &p.id, &w.name);
                 std::fs::create_dir_all(path.parent().expect("a point file has a folder"))
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                output::write_atomic(&path, output::point_file_text(p, &w.name, key, &json).as_bytes())
-                    .map_err(|e| e.message)?;
-                let row = output::row(key, &json).ok_or("the report lacks time_us, tflops or kernels")?;
+                let text = output::point_file_text(p, &w.name, key, &json);
+                output::write_atomic(&path, text.as_bytes()).map_err(|e| e.message)?;
+                // The row from the text as written, parsed as a resumed run or a merge parses
+                // it (serde_json's float parsing may differ from the value in the last bit), so
+                // results.csv is the same bytes however the results came together.
+                let written: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+                let row = output::row(key, &written["report"]).ok_or("the report lacks time_us, tflops or kernels")?;
                 let mut rows = rows.lock().expect("no panic holds the lock");
                 rows.insert((pi, wi), row);
                 write_csv(dir, m, &rows).map_err(|e| e.message)

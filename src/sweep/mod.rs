@@ -83,7 +83,7 @@ pub struct SweepArgs {
     #[arg(long, value_name = "N")]
     pub shards: Option<usize>,
     /// An extra `#SBATCH` line for --emit-slurm (`--partition=gpu`). Repeatable.
-    #[arg(long = "sbatch", value_name = "OPTION")]
+    #[arg(long = "sbatch", value_name = "OPTION", allow_hyphen_values = true)]
     pub sbatch: Vec<String>,
     /// Check every point and workload, list the points, and run nothing.
     #[arg(long)]
