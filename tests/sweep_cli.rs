@@ -125,7 +125,9 @@ fn ranges_and_latin_hypercubes_reach_the_manifest_and_csv() {
     let header = csv.lines().next().unwrap();
     assert!(header.starts_with("point,id,hbm.bandwidth,sm.count,workload,time_us,tflops,bottleneck"), "{header}");
     assert_eq!(rows(&out).len(), 6);
-    assert!(rows(&out)[3].starts_with(&format!("3,{},2500000000000,132,two_streams,", points[3]["id"].as_str().unwrap())));
+    assert!(
+        rows(&out)[3].starts_with(&format!("3,{},2500000000000,132,two_streams,", points[3]["id"].as_str().unwrap()))
+    );
     // More SMs never slow this trace down.
     let time = |r: &str| r.split(',').nth(5).unwrap().parse::<f64>().unwrap();
     let r = rows(&out);
@@ -187,15 +189,60 @@ fn an_impossible_chip_at_any_point_stops_the_sweep_before_it_starts() {
     let out = d.join("out");
     fails_with(
         &["sweep", s(&p), "-o", s(&out)],
-        &[s(&p), "2 of 4 point(s) give an impossible chip", "point 1 (sm.count=66, l2.size=51 MiB)", "point 3", "l2.size", "nothing was run"],
+        &[
+            s(&p),
+            "2 of 4 point(s) give an impossible chip",
+            "point 1 (sm.count=66, l2.size=51 MiB)",
+            "point 3",
+            "l2.size",
+            "nothing was run",
+        ],
     );
     assert!(!out.exists(), "nothing is written");
-    fails_with(&["sweep", "--arch", "h100-sxm5-80gb", "--vary", "sm.count=[1,5000]", "--workload", "examples/two_streams.trace", "-o", s(&out)], &["point 1 (sm.count=5000)", "1 ..= 4096"]);
-    fails_with(&["sweep", "--arch", "h100-sxm5-80gb", "--vary", "sm.cuont=[1]", "--workload", "x.trace", "-o", s(&out)], &["--vary", "sm.cuont", "sm.count"]);
-    fails_with(&["sweep", "--arch", "h100-sxm5-80gb", "--vary", "sm.count=1..2", "--workload", "x.trace", "-o", s(&out)], &["number of values"]);
-    fails_with(&["sweep", "--arch", "h100-sxm5-80gb", "--workload", "gemm m=0", "-o", s(&out)], &["workload `gemm-m0`", "m"]);
-    fails_with(&["sweep", "--arch", "h100-sxm5-80gb", "--workload", "no/such.trace", "-o", s(&out)], &["no/such.trace"]);
-    fails_with(&["sweep", "--arch", "h100-sxm5-80gb", "--workload", "examples/two_streams.trace", "--shard", "3/3", "-o", s(&out)], &["--shard", "I/N"]);
+    fails_with(
+        &[
+            "sweep",
+            "--arch",
+            "h100-sxm5-80gb",
+            "--vary",
+            "sm.count=[1,5000]",
+            "--workload",
+            "examples/two_streams.trace",
+            "-o",
+            s(&out),
+        ],
+        &["point 1 (sm.count=5000)", "1 ..= 4096"],
+    );
+    fails_with(
+        &["sweep", "--arch", "h100-sxm5-80gb", "--vary", "sm.cuont=[1]", "--workload", "x.trace", "-o", s(&out)],
+        &["--vary", "sm.cuont", "sm.count"],
+    );
+    fails_with(
+        &["sweep", "--arch", "h100-sxm5-80gb", "--vary", "sm.count=1..2", "--workload", "x.trace", "-o", s(&out)],
+        &["number of values"],
+    );
+    fails_with(
+        &["sweep", "--arch", "h100-sxm5-80gb", "--workload", "gemm m=0", "-o", s(&out)],
+        &["workload `gemm-m0`", "m"],
+    );
+    fails_with(
+        &["sweep", "--arch", "h100-sxm5-80gb", "--workload", "no/such.trace", "-o", s(&out)],
+        &["no/such.trace"],
+    );
+    fails_with(
+        &[
+            "sweep",
+            "--arch",
+            "h100-sxm5-80gb",
+            "--workload",
+            "examples/two_streams.trace",
+            "--shard",
+            "3/3",
+            "-o",
+            s(&out),
+        ],
+        &["--shard", "I/N"],
+    );
     std::fs::write(&p, "arch = \"h100-sxm5-80gb\"\ncolour = 3\n[[workload]]\ntrace = \"x.trace\"\n").unwrap();
     fails_with(&["sweep", s(&p), "-o", s(&out)], &[&format!("{}:2:1", s(&p)), "colour"]);
 }

@@ -192,7 +192,10 @@ mod tests {
 
     #[test]
     fn factorial_is_nested_loops_last_axis_fastest() {
-        let axes = [axis("sm.count", "[66, 132]", ParamKind::Integer), axis("l2.size", r#"["40 MiB", "50 MiB", "60 MiB"]"#, ParamKind::Bytes)];
+        let axes = [
+            axis("sm.count", "[66, 132]", ParamKind::Integer),
+            axis("l2.size", r#"["40 MiB", "50 MiB", "60 MiB"]"#, ParamKind::Bytes),
+        ];
         let e = expand(&axes, &[], &Method::Factorial).unwrap();
         assert_eq!(e.points.len(), 6);
         assert_eq!(values(&e.points[0]), ["66", "40 MiB"]);
@@ -212,7 +215,10 @@ mod tests {
         let zip = vec![vec!["l2.slices".to_string(), "l2.size".to_string()]];
         let e = expand(&axes, &zip, &Method::Factorial).unwrap();
         let got: Vec<Vec<&str>> = e.points.iter().map(values).collect();
-        assert_eq!(got, [["50 MiB", "66", "80"], ["50 MiB", "132", "80"], ["128 MiB", "66", "128"], ["128 MiB", "132", "128"]]);
+        assert_eq!(
+            got,
+            [["50 MiB", "66", "80"], ["50 MiB", "132", "80"], ["128 MiB", "66", "128"], ["128 MiB", "132", "128"]]
+        );
         let bad = [axis("l2.size", "[1, 2]", ParamKind::Bytes), axis("l2.slices", "[1, 2, 3]", ParamKind::Integer)];
         let zip = vec![vec!["l2.size".to_string(), "l2.slices".to_string()]];
         assert!(expand(&bad, &zip, &Method::Factorial).unwrap_err().contains("as many values"));

@@ -35,7 +35,13 @@ pub struct Summary {
 
 /// Runs `prep`'s points of `shard` into `dir` with `threads` threads (`None`: rayon's default,
 /// which honours RAYON_NUM_THREADS).
-pub fn run(prep: &Prepared, dir: &Path, shard: Shard, threads: Option<usize>, interrupt: &Interrupt) -> CliResult<Summary> {
+pub fn run(
+    prep: &Prepared,
+    dir: &Path,
+    shard: Shard,
+    threads: Option<usize>,
+    interrupt: &Interrupt,
+) -> CliResult<Summary> {
     let m = &prep.manifest;
     std::fs::create_dir_all(dir.join("points"))
         .map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;

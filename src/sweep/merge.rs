@@ -30,7 +30,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> CliResult<Merged> {
             )));
         }
     }
-    std::fs::create_dir_all(out.join("points")).map_err(|e| CliError::input(format!("{}: cannot create: {e}", out.display())))?;
+    std::fs::create_dir_all(out.join("points"))
+        .map_err(|e| CliError::input(format!("{}: cannot create: {e}", out.display())))?;
     if output::manifest_path(out).exists() && !dirs.iter().any(|d| same_dir(d, out)) {
         let (_, existing) = output::read_manifest(out)?;
         if existing != text {

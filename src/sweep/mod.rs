@@ -147,7 +147,8 @@ pub fn sweep(a: SweepArgs) -> CliResult {
     let s = execute::run(&prep, &out, shard, a.threads, &interrupt)?;
     let m = &prep.manifest;
     if !a.quiet {
-        let of_shard = if shard == Shard::ALL { String::new() } else { format!(" (shard {}/{})", shard.index, shard.count) };
+        let of_shard =
+            if shard == Shard::ALL { String::new() } else { format!(" (shard {}/{})", shard.index, shard.count) };
         println!(
             "sweep `{}`: {} point(s) × {} workload(s){of_shard}: {} result(s), {} run now, {} already done{}; {}",
             m.study,
@@ -172,19 +173,31 @@ pub fn sweep(a: SweepArgs) -> CliResult {
         });
     }
     if !s.failed.is_empty() {
-        return Err(CliError::input(format!("{} result(s) failed (the others are kept):\n  {}", s.failed.len(), s.failed.join("\n  "))));
+        return Err(CliError::input(format!(
+            "{} result(s) failed (the others are kept):\n  {}",
+            s.failed.len(),
+            s.failed.join("\n  ")
+        )));
     }
     Ok(())
 }
 
 fn load_study(a: &SweepArgs) -> CliResult<study::Study> {
-    let flags_given = a.arch.is_some() || !a.vary.is_empty() || !a.workloads.is_empty() || !a.zip.is_empty() || a.lhs.is_some() || a.cost.is_some();
+    let flags_given = a.arch.is_some()
+        || !a.vary.is_empty()
+        || !a.workloads.is_empty()
+        || !a.zip.is_empty()
+        || a.lhs.is_some()
+        || a.cost.is_some();
     match &a.study {
         Some(path) => {
             if flags_given {
-                return Err(CliError::input("sweep: give a study file or --arch/--vary/--workload/--zip/--lhs/--cost, not both"));
+                return Err(CliError::input(
+                    "sweep: give a study file or --arch/--vary/--workload/--zip/--lhs/--cost, not both",
+                ));
             }
-            let text = std::fs::read_to_string(path).map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))?;
             let base = path.parent().unwrap_or(std::path::Path::new("")).to_path_buf();
             let mut s = study::parse(&path.display().to_string(), &text, &base).map_err(CliError::input)?;
             if let Some(n) = &a.name {
@@ -193,7 +206,10 @@ fn load_study(a: &SweepArgs) -> CliResult<study::Study> {
             Ok(s)
         }
         None => {
-            let arch = a.arch.as_deref().ok_or_else(|| CliError::input("sweep: give a study file, or --arch with --workload"))?;
+            let arch = a
+                .arch
+                .as_deref()
+                .ok_or_else(|| CliError::input("sweep: give a study file, or --arch with --workload"))?;
             let flags = study::Flags {
                 name: a.name.as_deref(),
                 arch,
@@ -218,8 +234,10 @@ fn emit_slurm(a: &SweepArgs, study: &study::Study, out: &std::path::Path) -> Cli
     if a.shard.is_some() {
         return Err(CliError::input("--emit-slurm: the script gives each task its --shard; do not give one"));
     }
-    let cwd = std::env::current_dir().map_err(|e| CliError::input(format!("cannot read the current directory: {e}")))?;
-    let exe = std::env::current_exe().map_err(|e| CliError::input(format!("cannot find the gpusim executable: {e}")))?;
+    let cwd =
+        std::env::current_dir().map_err(|e| CliError::input(format!("cannot read the current directory: {e}")))?;
+    let exe =
+        std::env::current_exe().map_err(|e| CliError::input(format!("cannot find the gpusim executable: {e}")))?;
     let out = cwd.join(out);
     std::fs::create_dir_all(&out).map_err(|e| CliError::input(format!("{}: cannot create: {e}", out.display())))?;
     let q = |s: &str| slurm::quote(s);

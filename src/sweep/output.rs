@@ -172,7 +172,10 @@ pub fn read_point(path: &Path, point: &PointEntry, workload: &str) -> Option<Row
 pub fn row(key: &str, report: &serde_json::Value) -> Option<Row> {
     let (bottleneck, bound_pct) = bottleneck(report);
     let kernels = report["kernels"].as_array()?;
-    let dram_bytes: f64 = kernels.iter().map(|k| k["memory"]["dram_gbps"].as_f64().unwrap_or(0.0) * k["time_us"].as_f64().unwrap_or(0.0)).sum();
+    let dram_bytes: f64 = kernels
+        .iter()
+        .map(|k| k["memory"]["dram_gbps"].as_f64().unwrap_or(0.0) * k["time_us"].as_f64().unwrap_or(0.0))
+        .sum();
     let time_us = report["time_us"].as_f64()?;
     Some(Row {
         key: key.to_string(),
@@ -189,7 +192,9 @@ pub fn row(key: &str, report: &serde_json::Value) -> Option<Row> {
 /// (percent of peak), or `latency` when nothing is half busy. A first verdict for the table;
 /// the report's speed-of-light analysis says more.
 pub fn bottleneck(report: &serde_json::Value) -> (String, f64) {
-    let Some(k) = report["kernels"].as_array().and_then(|ks| ks.iter().max_by_key(|k| k["cycles"].as_u64().unwrap_or(0))) else {
+    let Some(k) =
+        report["kernels"].as_array().and_then(|ks| ks.iter().max_by_key(|k| k["cycles"].as_u64().unwrap_or(0)))
+    else {
         return ("none".into(), 0.0);
     };
     let mut best = ("dram".to_string(), k["memory"]["dram_utilization_pct"].as_f64().unwrap_or(0.0));

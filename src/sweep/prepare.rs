@@ -41,7 +41,8 @@ const MAX_LISTED: usize = 10;
 /// Checks and builds `study`. Every failure is bad input (exit 2) and names the study, the
 /// point and the key.
 pub fn prepare(study: &Study) -> CliResult<Prepared> {
-    let base = gpusim_configs::load(&study.arch).map_err(|e| CliError::input(format!("{}: arch: {e}", study.origin)))?;
+    let base =
+        gpusim_configs::load(&study.arch).map_err(|e| CliError::input(format!("{}: arch: {e}", study.origin)))?;
     let expanded = design::expand(&study.axes, &study.zip, &study.method)
         .map_err(|e| CliError::input(format!("{}: {e}", study.origin)))?;
     if expanded.dropped > 0 {
@@ -83,7 +84,13 @@ pub fn prepare(study: &Study) -> CliResult<Prepared> {
                 }
                 let hash = hash_path(path).map_err(wl)?;
                 hashes.push(vec![hash.clone(); points.len()]);
-                entries.push(WorkloadEntry { name: w.name.clone(), source: w.source_text(), hash, per_point: false, flops: None });
+                entries.push(WorkloadEntry {
+                    name: w.name.clone(),
+                    source: w.source_text(),
+                    hash,
+                    per_point: false,
+                    flops: None,
+                });
                 inputs.push(Input::File(Arc::new(trace)));
             }
             Source::Generator { generator, params } => {
@@ -93,14 +100,22 @@ pub fn prepare(study: &Study) -> CliResult<Prepared> {
                 let bad: Vec<String> = per
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, h)| h.as_ref().err().map(|e| format!("  point {i} ({}): {e}", design::show(&points[i]))))
+                    .filter_map(|(i, h)| {
+                        h.as_ref().err().map(|e| format!("  point {i} ({}): {e}", design::show(&points[i])))
+                    })
                     .collect();
                 if !bad.is_empty() {
                     return Err(invalid(study, points.len(), &bad, &format!("workload `{}` cannot be built", w.name)));
                 }
                 let per: Vec<String> = per.into_iter().map(|h| h.expect("checked")).collect();
                 let per_point = per.iter().any(|h| *h != base_hash);
-                entries.push(WorkloadEntry { name: w.name.clone(), source: w.source_text(), hash: base_hash, per_point, flops: None });
+                entries.push(WorkloadEntry {
+                    name: w.name.clone(),
+                    source: w.source_text(),
+                    hash: base_hash,
+                    per_point,
+                    flops: None,
+                });
                 hashes.push(per);
                 inputs.push(Input::Generator { generator: g, params: params.clone() });
             }
@@ -112,7 +127,8 @@ pub fn prepare(study: &Study) -> CliResult<Prepared> {
     let mut prepared = Vec::new();
     for (i, (p, arch)) in points.iter().zip(archs).enumerate() {
         let config_hash = hash_str(&gpusim_configs::to_toml(&arch));
-        let numeric: BTreeMap<String, f64> = p.iter().filter_map(|(k, _)| arch.value(k).map(|x| (k.clone(), x))).collect();
+        let numeric: BTreeMap<String, f64> =
+            p.iter().filter_map(|(k, _)| arch.value(k).map(|x| (k.clone(), x))).collect();
         let cost = match &study.cost {
             None => None,
             Some((text, e)) => Some(
@@ -183,7 +199,11 @@ pub fn result_key(config_hash: &str, workload_hash: &str, version: &str) -> Stri
     hash_str(&format!("config {config_hash}\nworkload {workload_hash}\ngpusim {version}\n"))
 }
 
-fn generated_hash(g: &gpusim_workloads::registry::Generator, params: &[(String, String)], arch: &Arch) -> Result<String, String> {
+fn generated_hash(
+    g: &gpusim_workloads::registry::Generator,
+    params: &[(String, String)],
+    arch: &Arch,
+) -> Result<String, String> {
     let t = g.generate(params, arch).map_err(|e| e.to_string())?;
     hash_trace(&t.trace)
 }

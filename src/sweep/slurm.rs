@@ -4,8 +4,18 @@
 
 /// The script. `command` is the sweep's command without `-o` and `--shard` (already quoted
 /// for the shell), `workdir` where it runs, `out` the study directory.
-pub fn script(name: &str, shards: usize, threads: usize, workdir: &str, exe: &str, command: &[String], out: &str, extra: &[String]) -> String {
-    let job: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+pub fn script(
+    name: &str,
+    shards: usize,
+    threads: usize,
+    workdir: &str,
+    exe: &str,
+    command: &[String],
+    out: &str,
+    extra: &[String],
+) -> String {
+    let job: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     let mut s = String::new();
     s.push_str("#!/bin/bash\n");
     s.push_str(&format!("# gpusim sweep `{name}` as a Slurm job array: {shards} task(s), one shard each.\n"));

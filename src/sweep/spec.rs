@@ -183,7 +183,8 @@ fn end_text(s: &str) -> String {
 
 /// `"3.35 TB/s"` → (3.35, "TB/s").
 fn split_number(s: &str) -> (f64, String) {
-    let end = s.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E' | '_'))).unwrap_or(s.len());
+    let end =
+        s.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E' | '_'))).unwrap_or(s.len());
     let end = if s[..end].ends_with(['e', 'E']) { end - 1 } else { end };
     (s[..end].replace('_', "").parse().unwrap_or(0.0), s[end..].trim().to_string())
 }
@@ -283,7 +284,10 @@ mod tests {
 
     #[test]
     fn log_ranges_space_evenly_in_the_logarithm() {
-        assert_eq!(levels(r#"log:"1 MiB".."16 MiB":5"#, ParamKind::Bytes), ["1 MiB", "2 MiB", "4 MiB", "8 MiB", "16 MiB"]);
+        assert_eq!(
+            levels(r#"log:"1 MiB".."16 MiB":5"#, ParamKind::Bytes),
+            ["1 MiB", "2 MiB", "4 MiB", "8 MiB", "16 MiB"]
+        );
         assert_eq!(levels("log:1..100:3", ParamKind::Float), ["1", "10", "100"]);
         assert!(parse_cli("log:0..100:3", ParamKind::Float).unwrap_err().contains("above zero"));
     }

@@ -134,7 +134,8 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Study, String> {
     vary.sort_by_key(|(k, _)| k.span().start);
     let mut axes = Vec::new();
     for (k, v) in vary {
-        let info = gpusim_configs::explain(k.get_ref()).map_err(|e| format!("{}: [vary]: {e}", here(k.span().start)))?;
+        let info =
+            gpusim_configs::explain(k.get_ref()).map_err(|e| format!("{}: [vary]: {e}", here(k.span().start)))?;
         let spec = spec::from_toml(v.get_ref(), info.kind)
             .map_err(|e| format!("{}: `{}`: {e}", here(v.span().start), k.get_ref()))?;
         axes.push(Axis { key: k.into_inner(), spec });
@@ -144,12 +145,17 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Study, String> {
         Some(d) => match d.method.get_ref().as_str() {
             "factorial" => {
                 if d.points.is_some() || d.seed.is_some() {
-                    return Err(format!("{}: `points` and `seed` are for method = \"latin-hypercube\"", here(d.method.span().start)));
+                    return Err(format!(
+                        "{}: `points` and `seed` are for method = \"latin-hypercube\"",
+                        here(d.method.span().start)
+                    ));
                 }
                 Method::Factorial
             }
             "latin-hypercube" => Method::LatinHypercube {
-                points: d.points.ok_or_else(|| format!("{}: a latin-hypercube design needs `points`", here(d.method.span().start)))?,
+                points: d.points.ok_or_else(|| {
+                    format!("{}: a latin-hypercube design needs `points`", here(d.method.span().start))
+                })?,
                 seed: d.seed.unwrap_or(1),
             },
             other => {
@@ -186,7 +192,8 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Study, String> {
         workloads.push(named(w.name, source).map_err(|e| format!("{loc}: {e}"))?);
     }
     let arch_text = f.arch.get_ref();
-    let arch = if looks_like_path(arch_text) { base_dir.join(arch_text).display().to_string() } else { arch_text.clone() };
+    let arch =
+        if looks_like_path(arch_text) { base_dir.join(arch_text).display().to_string() } else { arch_text.clone() };
     let cost = match f.cost {
         None => None,
         Some(c) => {
@@ -194,7 +201,8 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Study, String> {
             Some((c.into_inner(), e))
         }
     };
-    let name = f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("study".into(), |s| s.to_string_lossy().into()));
+    let name =
+        f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("study".into(), |s| s.to_string_lossy().into()));
     finish(Study { name, origin: file.to_string(), arch, workloads, axes, zip: f.zip, method, cost })
 }
 
@@ -382,7 +390,16 @@ trace = "two_streams.trace"
     fn flags_make_the_same_study() {
         let vary = ["sm.count=[66,132]".to_string(), r#"hbm.bandwidth="2 TB/s".."3 TB/s":3"#.to_string()];
         let workloads = ["gemm m=256 n=256 k=64".to_string(), "x/y.trace".to_string()];
-        let f = Flags { name: None, arch: "h100-sxm5-80gb", vary: &vary, workloads: &workloads, zip: &[], lhs: None, seed: 1, cost: None };
+        let f = Flags {
+            name: None,
+            arch: "h100-sxm5-80gb",
+            vary: &vary,
+            workloads: &workloads,
+            zip: &[],
+            lhs: None,
+            seed: 1,
+            cost: None,
+        };
         let s = from_flags(&f, &|g| g == "gemm").unwrap();
         assert_eq!(s.axes.len(), 2);
         assert_eq!(s.workloads[0].name, "gemm-m256-n256-k64");
