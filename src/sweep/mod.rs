@@ -267,19 +267,17 @@ fn emit_slurm(a: &SweepArgs, study: &study::Study, out: &std::path::Path) -> Cli
         cmd.push(q(n));
     }
     cmd.push("--quiet".into());
-    let threads = a.threads.unwrap_or(1);
-    print!(
-        "{}",
-        slurm::script(
-            &study.name,
-            shards,
-            threads,
-            &cwd.display().to_string(),
-            &exe.display().to_string(),
-            &cmd,
-            &out.display().to_string(),
-            &a.sbatch
-        )
-    );
+    let (workdir, exe, out) = (cwd.display().to_string(), exe.display().to_string(), out.display().to_string());
+    let job = slurm::Job {
+        name: &study.name,
+        shards,
+        threads: a.threads.unwrap_or(1),
+        workdir: &workdir,
+        exe: &exe,
+        command: &cmd,
+        out: &out,
+        extra: &a.sbatch,
+    };
+    print!("{}", slurm::script(&job));
     Ok(())
 }

@@ -2,18 +2,29 @@
 //! tasks, task I running `--shard I/N` into `OUT/shard-I`, then the merge to run when all are
 //! done. Pure: the caller gives the command line and paths (absolute, as the nodes see them).
 
-/// The script. `command` is the sweep's command without `-o` and `--shard` (already quoted
-/// for the shell), `workdir` where it runs, `out` the study directory.
-pub fn script(
-    name: &str,
-    shards: usize,
-    threads: usize,
-    workdir: &str,
-    exe: &str,
-    command: &[String],
-    out: &str,
-    extra: &[String],
-) -> String {
+/// What the script runs.
+pub struct Job<'a> {
+    /// The study's name (the job's name).
+    pub name: &'a str,
+    /// Array tasks, one shard each.
+    pub shards: usize,
+    /// Threads per task (`--cpus-per-task`).
+    pub threads: usize,
+    /// Where the tasks run (`cd`), so relative paths of the command hold.
+    pub workdir: &'a str,
+    /// The gpusim executable.
+    pub exe: &'a str,
+    /// The sweep's arguments without `-o` and `--shard`, each already quoted for the shell.
+    pub command: &'a [String],
+    /// The study directory: shards go to `OUT/shard-I`, logs to `OUT/slurm-*.out`.
+    pub out: &'a str,
+    /// Extra `#SBATCH` lines.
+    pub extra: &'a [String],
+}
+
+/// The sbatch script of `j`.
+pub fn script(j: &Job) -> String {
+    let Job { name, shards, threads, workdir, exe, command, out, extra } = *j;
     let job: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     let mut s = String::new();
@@ -64,7 +75,18 @@ mod tests {
     #[test]
     fn the_script_is_an_array_with_one_shard_per_task() {
         let cmd = vec![quote("/s/study.toml")];
-        let s = script("next gen", 4, 2, "/w", "/bin/gpusim", &cmd, "/o", &["--partition=debug".into()]);
+        let extra = ["--partition=debug".to_string()];
+        let job = Job {
+            name: "next gen",
+            shards: 4,
+            threads: 2,
+            workdir: "/w",
+            exe: "/bin/gpusim",
+            command: &cmd,
+            out: "/o",
+            extra: &extra,
+        };
+        let s = script(&job);
         assert!(s.starts_with("#!/bin/bash\n"));
         assert!(s.contains("#SBATCH --array=0-3\n"));
         assert!(s.contains("#SBATCH --job-name=gpusim-next_gen\n"));
