@@ -97,7 +97,7 @@ fn assert_same_dirs(a: &Path, b: &Path) {
 fn ranges_and_latin_hypercubes_reach_the_manifest_and_csv() {
     let d = workdir("sweep-expand");
     let out = d.join("out");
-    ok(&[
+    let (_, stderr) = ok(&[
         "sweep",
         "--arch",
         "h100-sxm5-80gb",
@@ -112,6 +112,7 @@ fn ranges_and_latin_hypercubes_reach_the_manifest_and_csv() {
         "-o",
         s(&out),
     ]);
+    assert_eq!(stderr, "", "no progress bar when stderr is not a terminal");
     let m = json(&out.join("manifest.json"));
     let points = m["points"].as_array().unwrap();
     assert_eq!(points.len(), 6);
