@@ -55,14 +55,19 @@ impl Interrupt {
 /// The process's one [`Interrupt`], installed on first use.
 static GLOBAL: std::sync::OnceLock<Interrupt> = std::sync::OnceLock::new();
 
-/// Installs the handlers once per process and returns the stop flag a simulation polls.
-pub fn install() -> crate::error::CliResult<Arc<AtomicBool>> {
+/// The process's [`Interrupt`], its handlers installed on first use: every command shares it.
+pub fn global() -> crate::error::CliResult<&'static Interrupt> {
     if let Some(i) = GLOBAL.get() {
-        return Ok(i.stop_flag());
+        return Ok(i);
     }
     let i = Interrupt::install()
         .map_err(|e| crate::error::CliError::input(format!("cannot install the SIGINT/SIGTERM handlers: {e}")))?;
-    Ok(GLOBAL.get_or_init(|| i).stop_flag())
+    Ok(GLOBAL.get_or_init(|| i))
+}
+
+/// Installs the handlers (once) and returns the stop flag a simulation polls.
+pub fn install() -> crate::error::CliResult<Arc<AtomicBool>> {
+    Ok(global()?.stop_flag())
 }
 
 /// The exit code for the signal received so far, if any (see [`Interrupt::exit_code`]).

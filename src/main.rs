@@ -11,6 +11,7 @@ mod measure_cmd;
 mod output;
 mod print;
 mod run;
+mod sweep;
 mod trace_cmd;
 mod ubench_cmd;
 
@@ -62,6 +63,9 @@ enum Cmd {
     /// Measure this machine's GPU (microbenchmarks, cuBLAS GEMMs) into a measurement file
     /// (needs a build with `--features cuda`).
     Measure(measure_cmd::MeasureArgs),
+    /// Run a what-if study: vary chip parameters over workloads, in parallel, resumable,
+    /// shardable (`--shard`, `--emit-slurm`, `sweep merge`).
+    Sweep(sweep::SweepArgs),
 }
 
 /// Rust ignores SIGPIPE, so `gpusim ... | head` would make `println!` panic once the reader has
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         Cmd::Correlate(a) => correlate_cmd::correlate_cmd(a),
         Cmd::Calibrate(a) => calibrate_cmd::calibrate_cmd(a),
         Cmd::Measure(a) => measure_cmd::measure_cmd(a),
+        Cmd::Sweep(a) => sweep::sweep(a),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,13 +11,28 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{CliError, CliResult};
 
-/// The temporary file `path` is written through (same folder, so the rename is atomic).
+/// The temporary file `path` is written through: in the same folder, so the rename is atomic,
+/// and unique per process and write, so threads writing at once never share one. Its name
+/// (`.NAME.tmp-PID-SEQ`) is what [`remove_stale_temporaries`] recognises.
 fn temp_for(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().map_or("file".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.tmp-{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// Removes the temporary files a killed writer left in `dir`.
+pub fn remove_stale_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') && name.contains(".tmp-") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// Whether `path` is written through a temporary file: a regular file, or nothing yet. A

@@ -52,11 +52,14 @@ impl Arch {
     /// [`Arch::with_override`] with the value in TOML syntax (`"3.35 TB/s"`, `132`, `2.5`); text
     /// that is not a TOML value is taken as a string (`3.35 TB/s`).
     pub fn with_override_str(&self, key: &str, value: &str) -> Result<Arch, ConfigError> {
-        let v = toml::from_str::<toml::Table>(&format!("v = {value}"))
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.trim().to_string()));
-        self.with_override(key, &v)
+        self.with_override(key, &override_value(value))
+    }
+
+    /// [`Arch::with_overrides`] with each value in TOML syntax, read as
+    /// [`Arch::with_override_str`] reads one (what a sweep point is).
+    pub fn with_overrides_str(&self, overrides: &[(&str, &str)]) -> Result<Arch, ConfigError> {
+        let values: Vec<(&str, toml::Value)> = overrides.iter().map(|(k, v)| (*k, override_value(v))).collect();
+        self.with_overrides(&values)
     }
 
     /// This chip with several parameters set at once, through the loader: the overrides are
@@ -94,6 +97,14 @@ impl Arch {
     pub fn value(&self, key: &str) -> Option<f64> {
         crate::schema::number(self, key)
     }
+}
+
+/// An override's text as a TOML value; text that is not one is a string (`3.35 TB/s`).
+fn override_value(value: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.trim().to_string()))
 }
 
 /// Sets `key` (dotted) in `doc`, creating the tables on the way.

@@ -54,6 +54,19 @@ fn units_parse_as_in_a_file() {
     assert_eq!(b.value("hbm.latency"), Some(219_500.0));
 }
 
+#[test]
+fn several_text_overrides_are_checked_together() {
+    // 128 MiB of L2 is whole sets only over more slices: alone, either change is an impossible
+    // chip; together (as a sweep point sets them) they are one valid chip.
+    let a = h100();
+    assert!(a.with_override_str("l2.size", "128 MiB").is_err());
+    let b = a.with_overrides_str(&[("l2.size", "128 MiB"), ("l2.slices", "128")]).unwrap();
+    assert_eq!((b.value("l2.size"), b.value("l2.slices")), (Some(134_217_728.0), Some(128.0)));
+    assert_eq!(changed(&a, &b), ["l2.size", "l2.slices"]);
+    let e = a.with_overrides_str(&[("l2.size", "128 MiB"), ("sm.count", "0")]).unwrap_err();
+    names(&e, "sm.count");
+}
+
 fn names(e: &ConfigError, key: &str) {
     let m = e.to_string();
     assert!(m.contains(key), "`{key}` not in: {m}");
