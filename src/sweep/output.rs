@@ -44,6 +44,8 @@ pub struct WorkloadEntry {
     pub hash: String,
     /// Generated again for each point because the recipe differs between the points' chips.
     pub per_point: bool,
+    /// The workload's FLOPs when known before running; the sweep leaves it `null` (every
+    /// point's report has the FLOPs it simulated).
     pub flops: Option<f64>,
 }
 
