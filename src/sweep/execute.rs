@@ -84,7 +84,7 @@ pub fn run(
             let p = &m.points[pi];
             let w = &m.workloads[wi];
             bar.set_message(format!("point {pi} ({}) {}", p.id, w.name));
-            let done = simulate_one(prep, pi, wi).and_then(|report| {
+            let done = simulate_one(prep, pi, wi, interrupt.stop_flag()).and_then(|report| {
                 let key = &prep.points[pi].keys[wi];
                 let json = serde_json::to_value(&report).map_err(|e| format!("cannot encode the report: {e}"))?;
                 let path = output::point_path(dir, &p.id, &w.name);
@@ -105,6 +105,8 @@ pub fn run(
                 Ok(()) => {
                     ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
+                // Stopped part-way by the signal: not a result and not a failure; a rerun does it.
+                Err(_) if interrupt.signal().is_some() => {}
                 Err(e) => failed.lock().expect("no panic holds the lock").push(format!(
                     "point {pi} ({}), workload `{}`: {e}",
                     super::design::show(&p.values.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>()),
@@ -120,9 +122,15 @@ pub fn run(
     Ok(Summary { total, skipped, ran: ran.into_inner(), failed, interrupted: interrupt.exit_code() })
 }
 
-fn simulate_one(prep: &Prepared, pi: usize, wi: usize) -> Result<Report, String> {
+/// Simulates workload `wi` at point `pi`; a signal stops it part-way (`stop`).
+fn simulate_one(
+    prep: &Prepared,
+    pi: usize,
+    wi: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<Report, String> {
     let arch = &prep.points[pi].arch;
-    let opts = SimOptions::default();
+    let opts = SimOptions { stop: Some(stop), ..SimOptions::default() };
     let res = match &prep.inputs[wi] {
         Input::File(t) => simulate(arch, &mut t.source(), &opts),
         Input::Generator { generator, params } => {
