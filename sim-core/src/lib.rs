@@ -25,6 +25,7 @@ pub mod occupancy;
 pub mod rate;
 pub mod report;
 pub mod sm;
+pub mod sol;
 pub mod stats;
 pub mod timing;
 
@@ -33,4 +34,5 @@ pub use error::{SimError, SimErrorKind};
 pub use observer::{CtaEvent, NoObserver, Observer, SmSample};
 pub use occupancy::{Limiter, Occupancy, occupancy};
 pub use report::{KernelReport, Report, SteadyWindow, StreamReport};
+pub use sol::{Bound, Roofline, RooflineLevel, SolEntry, SpeedOfLight};
 pub use stats::{MemTraffic, StallReason};
