@@ -48,10 +48,10 @@ pub fn plot(r: &Roofline) -> Result<LinePlot, Error> {
     p.y_log = true;
     for ((name, bw), ridge) in r.levels.iter().zip(&ridges) {
         let points = vec![(lo, bw * lo), (*ridge, r.compute.1), (hi, r.compute.1)];
-        p.series.push(Series { name: format!("{name} ceiling"), points });
+        p.series.push(Series::new(format!("{name} ceiling"), points));
     }
     for (label, i, f) in &r.points {
-        p.series.push(Series { name: label.clone(), points: vec![(*i, *f)] });
+        p.series.push(Series::markers(label.clone(), vec![(*i, *f)]));
     }
     Ok(p)
 }
