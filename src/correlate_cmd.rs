@@ -48,8 +48,8 @@ pub struct CorrelateArgs {
     /// (they may only be tightened). CI passes the previous commit's file.
     #[arg(long, requires = "gate")]
     pub gate_baseline: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(long, short)]
+    /// Set from the global `--quiet`.
+    #[arg(skip)]
     pub quiet: bool,
 }
 

@@ -31,7 +31,7 @@ pub mod timing;
 
 pub use engine::{LOOKAHEAD_KERNELS, SimOptions, simulate, simulate_observed};
 pub use error::{SimError, SimErrorKind};
-pub use observer::{CtaEvent, NoObserver, Observer, SmSample};
+pub use observer::{CtaEvent, MemSample, NoObserver, Observer, SmSample};
 pub use occupancy::{Limiter, Occupancy, occupancy};
 pub use report::{KernelReport, Report, SteadyWindow, StreamReport};
 pub use sol::{Bound, Roofline, RooflineLevel, SolEntry, SpeedOfLight};
