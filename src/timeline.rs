@@ -144,20 +144,15 @@ impl Timeline {
     /// The timeline as JSON, the run's `arch` name and gpusim's version in `otherData`.
     pub fn to_json(&self, arch: &str) -> Value {
         let mut events: Vec<Value> = Vec::new();
-        let meta = |pid: u32, tid: u32, name: &str, what: &str| {
-            json!({"name": what, "ph": "M", "ts": 0.0, "pid": pid, "tid": tid, "args": {"name": name}})
-        };
+        let meta = |pid: u32, tid: u32, name: &str, what: &str| json!({"name": what, "ph": "M", "ts": 0.0, "pid": pid, "tid": tid, "args": {"name": name}});
         let unit = self.unit_name();
         events.push(meta(PID_UNITS, 0, &format!("{unit}s"), "process_name"));
         events.push(meta(PID_STREAMS, 0, "streams", "process_name"));
         events.push(meta(PID_MEMORY, 0, "memory", "process_name"));
         for &t in self.used_tracks.keys() {
             let (u, s) = (t / SLOT_STRIDE, t % SLOT_STRIDE);
-            let name = if s == SLOT_STRIDE - 1 {
-                format!("{unit} {u} aggregated")
-            } else {
-                format!("{unit} {u} slot {s}")
-            };
+            let name =
+                if s == SLOT_STRIDE - 1 { format!("{unit} {u} aggregated") } else { format!("{unit} {u} slot {s}") };
             events.push(meta(PID_UNITS, t, &name, "thread_name"));
             events.push(json!({"name": "thread_sort_index", "ph": "M", "ts": 0.0, "pid": PID_UNITS, "tid": t,
                 "args": {"sort_index": t}}));
@@ -170,14 +165,18 @@ impl Timeline {
         events.extend(self.kernels.iter().map(to_value));
         events.extend(self.ctas.iter().map(to_value));
         for (&(kernel, u), &(a, b, n)) in &self.aggregated {
-            events.push(json!({"name": format!("{} ({n} CTAs aggregated)", self.kernel_name(kernel)), "cat": "cta_aggregate",
+            events.push(
+                json!({"name": format!("{} ({n} CTAs aggregated)", self.kernel_name(kernel)), "cat": "cta_aggregate",
                 "ph": "X", "ts": self.us(a), "dur": self.us(b) - self.us(a), "pid": PID_UNITS,
-                "tid": u * SLOT_STRIDE + SLOT_STRIDE - 1, "args": {"kernel": kernel, "ctas": n}}));
+                "tid": u * SLOT_STRIDE + SLOT_STRIDE - 1, "args": {"kernel": kernel, "ctas": n}}),
+            );
         }
         for &(c, gbps, hit) in &self.samples {
             let ts = self.us(c);
             events.push(json!({"name": "DRAM bandwidth", "ph": "C", "ts": ts, "pid": PID_MEMORY, "tid": 0, "args": {"GB/s": gbps}}));
-            events.push(json!({"name": "L2 hit rate", "ph": "C", "ts": ts, "pid": PID_MEMORY, "tid": 0, "args": {"%": hit}}));
+            events.push(
+                json!({"name": "L2 hit rate", "ph": "C", "ts": ts, "pid": PID_MEMORY, "tid": 0, "args": {"%": hit}}),
+            );
         }
         let aggregated_ctas: u64 = self.aggregated.values().map(|v| v.2).sum();
         json!({

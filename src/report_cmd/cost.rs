@@ -43,7 +43,11 @@ fn lex(expr: &str) -> Result<Vec<Tok>, String> {
             i += 1;
         } else if c.is_ascii_digit() || c == '.' {
             let s = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == '.' || ((b[i] == '-' || b[i] == '+') && matches!(b[i - 1], 'e' | 'E'))) {
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric()
+                    || b[i] == '.'
+                    || ((b[i] == '-' || b[i] == '+') && matches!(b[i - 1], 'e' | 'E')))
+            {
                 i += 1;
             }
             let t: String = b[s..i].iter().collect();

@@ -31,7 +31,9 @@ fn shown(r: &RunView) -> (Vec<&KernelView>, usize) {
 pub fn section(heading: &str, runs: &[(String, &RunView)]) -> CliResult<Section> {
     let mut s = Section::new(heading);
     let many = runs.len() > 1;
-    let name = |run: &str, k: &KernelView| if many { format!("{run} · {} #{}", k.name, k.id) } else { format!("{} #{}", k.name, k.id) };
+    let name = |run: &str, k: &KernelView| {
+        if many { format!("{run} · {} #{}", k.name, k.id) } else { format!("{} #{}", k.name, k.id) }
+    };
     let mut bars = StackedBars::new(format!("{heading}: warp states"), "share of resident warp-cycles");
     let mut rows = Vec::new();
     let mut points = Vec::new();
@@ -42,7 +44,8 @@ pub fn section(heading: &str, runs: &[(String, &RunView)]) -> CliResult<Section>
             s.push(Block::Note(format!("{run}: the {left} shortest of {} kernels are not shown", r.kernels.len())));
         }
         for k in ks {
-            let segments: Vec<(String, f64)> = k.stalls_sorted().iter().map(|(n, v)| (n.to_string(), *v as f64)).collect();
+            let segments: Vec<(String, f64)> =
+                k.stalls_sorted().iter().map(|(n, v)| (n.to_string(), *v as f64)).collect();
             if segments.iter().any(|x| x.1 > 0.0) {
                 bars.bars.push(Bar { label: name(run, k), segments });
             }
@@ -52,11 +55,16 @@ pub fn section(heading: &str, runs: &[(String, &RunView)]) -> CliResult<Section>
             row.push(Cell::text(&sol.verdict));
             rows.push((row, sol));
             let rf = &sol.roofline;
-            // A kernel's point on the roofline is against the DRAM level (the classic roofline).
-            if let Some(i) = rf.levels.iter().find(|l| l.level == "dram").and_then(|l| l.intensity)
+            // A kernel's point is against the outermost level that moved bytes (DRAM, the
+            // classic roofline, unless the data stayed on chip).
+            if let Some(l) = rf.levels.iter().rev().find(|l| l.intensity.is_some())
                 && rf.flops_per_s > 0.0
             {
-                points.push((name(run, k), i, rf.flops_per_s));
+                points.push((
+                    format!("{} (over {})", name(run, k), label(&l.level)),
+                    l.intensity.unwrap_or(0.0),
+                    rf.flops_per_s,
+                ));
             }
             if ceilings.is_none() && rf.peak_flops_per_s > 0.0 {
                 ceilings = Some((rf.ceiling.clone(), rf.peak_flops_per_s, rf.levels.clone()));
@@ -74,7 +82,10 @@ pub fn section(heading: &str, runs: &[(String, &RunView)]) -> CliResult<Section>
         s.push(Block::Table(Table { columns, rows: rows.into_iter().map(|r| r.0).collect() }));
     }
     if !bars.bars.is_empty() {
-        s.push(Block::Figure(Figure::new("Warp states per kernel (Nsight Compute stall reasons)", bars::render_svg(&bars)).map_err(plot_err(heading))?));
+        s.push(Block::Figure(
+            Figure::new("Warp states per kernel (Nsight Compute stall reasons)", bars::render_svg(&bars))
+                .map_err(plot_err(heading))?,
+        ));
     }
     if let Some((ceiling, peak, levels)) = ceilings
         && !points.is_empty()
@@ -82,15 +93,21 @@ pub fn section(heading: &str, runs: &[(String, &RunView)]) -> CliResult<Section>
         let rf = roofline::Roofline {
             title: format!("{heading}: roofline"),
             compute: (label(&ceiling).to_string(), peak),
-            levels: levels.iter().filter(|l| l.peak_bytes_per_s > 0.0).map(|l| (label(&l.level).to_string(), l.peak_bytes_per_s)).collect(),
+            levels: levels
+                .iter()
+                .filter(|l| l.peak_bytes_per_s > 0.0)
+                .map(|l| (label(&l.level).to_string(), l.peak_bytes_per_s))
+                .collect(),
             points,
         };
         let plot = roofline::plot(&rf).map_err(plot_err(heading))?;
         let caption = format!(
-            "Roofline: each kernel's FLOP/s against its intensity over DRAM bytes; ceilings of {} and of each memory level as the first run shown has them",
+            "Roofline: each kernel's FLOP/s against its intensity over the bytes of the outermost level that moved any (DRAM unless the data stayed on chip); ceilings of {} and of each memory level as the first run shown has them",
             label(&ceiling)
         );
         s.push(Block::Figure(Figure::new(caption, lines::render_svg(&plot)).map_err(plot_err(heading))?));
+    } else {
+        s.push(Block::Paragraph("No roofline: no kernel shown executed a FLOP.".into()));
     }
     Ok(s)
 }

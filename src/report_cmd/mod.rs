@@ -41,7 +41,8 @@ pub fn report_cmd(a: ReportArgs, quiet: bool) -> CliResult {
     write_html(&a.output, &doc)?;
     if !quiet {
         let missing = st.missing();
-        let note = if missing > 0 { format!(" ({missing} of {} point runs missing)", st.total()) } else { String::new() };
+        let note =
+            if missing > 0 { format!(" ({missing} of {} point runs missing)", st.total()) } else { String::new() };
         eprintln!("wrote {}{note}", a.output.display());
     }
     Ok(())
@@ -60,7 +61,8 @@ fn plot_err(what: String) -> impl Fn(gpusim_reports::Error) -> CliError {
 /// The page of one run (`gpusim run --report`).
 pub fn run_document(r: &Report, source: &str) -> CliResult<Document> {
     let v = serde_json::to_value(r).map_err(|e| CliError::input(format!("cannot encode the report: {e}")))?;
-    let run: RunView = serde_json::from_value(v).map_err(|e| CliError::input(format!("cannot read the report: {e}")))?;
+    let run: RunView =
+        serde_json::from_value(v).map_err(|e| CliError::input(format!("cannot read the report: {e}")))?;
     let mut s = Section::new("Run");
     s.push(Block::KeyValues(vec![
         ("gpusim".into(), format!("{} ({})", env!("CARGO_PKG_VERSION"), crate::correlate_cmd::git_hash())),
@@ -136,7 +138,10 @@ fn provenance(st: &Study, dir: &Path) -> Section {
         ("study".into(), m.study.clone()),
         ("directory".into(), dir.display().to_string()),
         ("base arch".into(), m.base_arch.clone()),
-        ("swept by gpusim".into(), format!("{} ({})", m.gpusim_version, m.git_hash.as_deref().unwrap_or("no git hash"))),
+        (
+            "swept by gpusim".into(),
+            format!("{} ({})", m.gpusim_version, m.git_hash.as_deref().unwrap_or("no git hash")),
+        ),
         ("reported by gpusim".into(), format!("{} ({})", env!("CARGO_PKG_VERSION"), crate::correlate_cmd::git_hash())),
         ("points".into(), m.points.len().to_string()),
         ("point runs".into(), format!("{} finished, {missing} missing, of {}", st.total() - missing, st.total())),
@@ -153,7 +158,8 @@ fn provenance(st: &Study, dir: &Path) -> Section {
         .params
         .iter()
         .map(|p| {
-            let mut vals: Vec<&str> = m.points.iter().filter_map(|pt| pt.values.get(&p.key).map(String::as_str)).collect();
+            let mut vals: Vec<&str> =
+                m.points.iter().filter_map(|pt| pt.values.get(&p.key).map(String::as_str)).collect();
             vals.dedup();
             let mut uniq: Vec<&str> = Vec::new();
             for v in vals {
@@ -179,7 +185,10 @@ fn provenance(st: &Study, dir: &Path) -> Section {
             ]
         })
         .collect();
-    s.push(Block::Table(Table { columns: ["workload", "source", "hash", "trace", "FLOP"].map(String::from).to_vec(), rows }));
+    s.push(Block::Table(Table {
+        columns: ["workload", "source", "hash", "trace", "FLOP"].map(String::from).to_vec(),
+        rows,
+    }));
     s
 }
 
@@ -232,7 +241,8 @@ fn plots(st: &Study) -> CliResult<Section> {
     }
     for p in &m.params {
         for (metric, unit, f) in [("time", "µs", time as fn(&RunView) -> f64), ("throughput", "TFLOP/s", tflops)] {
-            let mut plot = LinePlot::new(format!("{metric} against {}", p.key), param_heading(p), format!("{metric} ({unit})"));
+            let mut plot =
+                LinePlot::new(format!("{metric} against {}", p.key), param_heading(p), format!("{metric} ({unit})"));
             let mut xs = Vec::new();
             for (w, wl) in m.workloads.iter().enumerate() {
                 let pts = means(st, &p.key, w, f);
@@ -276,8 +286,9 @@ fn plots(st: &Study) -> CliResult<Section> {
                 }
             }
             if h.cells.iter().flatten().any(Option::is_some) {
-                let fig = Figure::new(format!("{}: time over {} and {}", wl.name, px.key, py.key), heatmap::render_svg(&h))
-                    .map_err(plot_err(format!("heatmap of {}", wl.name)))?;
+                let fig =
+                    Figure::new(format!("{}: time over {} and {}", wl.name, px.key, py.key), heatmap::render_svg(&h))
+                        .map_err(plot_err(format!("heatmap of {}", wl.name)))?;
                 s.push(Block::Figure(fig));
             }
         }
@@ -335,7 +346,8 @@ fn costs(st: &Study, expr: &str) -> CliResult<Vec<f64>> {
                 return Ok(*v);
             }
             if base.is_none() {
-                base = Some(gpusim_configs::load(&m.base_arch).map_err(|e| format!("base arch `{}`: {e}", m.base_arch))?);
+                base =
+                    Some(gpusim_configs::load(&m.base_arch).map_err(|e| format!("base arch `{}`: {e}", m.base_arch))?);
             }
             let mut arch = base.clone().expect("loaded above");
             for (k, v) in &pt.values {
@@ -384,10 +396,18 @@ fn pareto(st: &Study, expr: &str) -> CliResult<Section> {
             .map_err(plot_err(format!("Pareto plot of {}", wl.name)))?;
         s.push(Block::Figure(fig));
         for p in &front {
-            rows.push(vec![Cell::text(&wl.name), Cell::num(p.2 as f64, 0), Cell::Number { value: p.0, text: format!("{:.4e}", p.0) }, Cell::num(p.1, 3)]);
+            rows.push(vec![
+                Cell::text(&wl.name),
+                Cell::num(p.2 as f64, 0),
+                Cell::Number { value: p.0, text: format!("{:.4e}", p.0) },
+                Cell::num(p.1, 3),
+            ]);
         }
     }
-    s.push(Block::Table(Table { columns: ["workload", "point", "cost", "time (µs)"].map(String::from).to_vec(), rows }));
+    s.push(Block::Table(Table {
+        columns: ["workload", "point", "cost", "time (µs)"].map(String::from).to_vec(),
+        rows,
+    }));
     Ok(s)
 }
 
@@ -395,7 +415,8 @@ fn kernel_sections(st: &Study) -> CliResult<Vec<Section>> {
     let m = &st.manifest;
     let mut out = Vec::new();
     for (w, wl) in m.workloads.iter().enumerate() {
-        let done: Vec<(usize, &RunView)> = st.runs.iter().enumerate().filter_map(|(i, r)| r[w].as_ref().map(|r| (i, r))).collect();
+        let done: Vec<(usize, &RunView)> =
+            st.runs.iter().enumerate().filter_map(|(i, r)| r[w].as_ref().map(|r| (i, r))).collect();
         if done.is_empty() {
             continue;
         }
@@ -412,7 +433,8 @@ fn kernel_sections(st: &Study) -> CliResult<Vec<Section>> {
             }
             c
         };
-        let runs: Vec<(String, &RunView)> = chosen.iter().map(|(i, r)| (format!("p{}", m.points[*i].index), *r)).collect();
+        let runs: Vec<(String, &RunView)> =
+            chosen.iter().map(|(i, r)| (format!("p{}", m.points[*i].index), *r)).collect();
         let mut s = kernels::section(&format!("Kernels of {}", wl.name), &runs)?;
         if chosen.len() < done.len() {
             s.blocks.insert(
