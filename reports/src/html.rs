@@ -19,14 +19,16 @@ figure{margin:1em 0}figure svg{max-width:100%;height:auto}figcaption{color:#555;
 .note{background:#fff7d6;border-left:4px solid #e6a800;padding:.4em .8em}nav ul{columns:2}";
 
 /// Sorts a table by the clicked header: numbers by `data-v`, text otherwise; a second click
-/// reverses. Written without any library.
+/// reverses. Written without any library. Last, it marks `<body data-script="ran">`, which a
+/// headless browser's DOM shows only when the script ran without an error.
 const SCRIPT: &str = "document.querySelectorAll('table.sortable').forEach(function(t){\
 var hs=t.querySelectorAll('th');hs.forEach(function(h,i){h.addEventListener('click',function(){\
 var asc=!h.classList.contains('asc');hs.forEach(function(x){x.classList.remove('asc','desc')});\
 h.classList.add(asc?'asc':'desc');var b=t.tBodies[0];var rs=Array.prototype.slice.call(b.rows);\
 rs.sort(function(a,c){var x=a.cells[i],y=c.cells[i];var u=x.getAttribute('data-v'),v=y.getAttribute('data-v');\
 var r=(u!==null&&v!==null)?(parseFloat(u)-parseFloat(v)):x.textContent.localeCompare(y.textContent);\
-return asc?r:-r});rs.forEach(function(r){b.appendChild(r)})})})});";
+return asc?r:-r});rs.forEach(function(r){b.appendChild(r)})})})});\
+document.body.setAttribute('data-script','ran');";
 
 /// Escapes text for HTML content and attribute values.
 pub fn escape(s: &str) -> String {
