@@ -217,3 +217,79 @@ pub(crate) fn speed_of_light(arch: &Arch, k: &SolInput) -> SpeedOfLight {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CYCLES: u64 = 10_000;
+
+    fn run(arch: &Arch, busy: &[(UnitClass, f64)], dram_frac: f64, stalls: &[(StallReason, u64)]) -> SpeedOfLight {
+        let sub = CYCLES as f64 * arch.sm.count as f64 * arch.sm.sub_cores as f64;
+        let mut pipe_busy = [0u64; UnitClass::ALL.len()];
+        for (c, f) in busy {
+            pipe_busy[c.index()] = (f * sub) as u64;
+        }
+        let clock = arch.clocks.sm.0 as f64;
+        let mut traffic = MemTraffic::default();
+        traffic.dram.bytes = (dram_frac * arch.hbm.bandwidth.0 * CYCLES as f64 / clock) as u64;
+        let mut st = StallCounts::default();
+        for (r, n) in stalls {
+            st.add(*r, *n);
+        }
+        let input = SolInput {
+            cycles: CYCLES,
+            clock_hz: clock,
+            pipe_busy: &pipe_busy,
+            traffic: &traffic,
+            stalls: &st,
+            resident_warp_cycles: st.total(),
+            flops: 1_000_000,
+            tensor_flops: 0,
+        };
+        speed_of_light(arch, &input)
+    }
+
+    fn h100() -> Arch {
+        gpusim_configs::load_preset("h100-sxm5-80gb").unwrap()
+    }
+
+    #[test]
+    fn verdicts_follow_the_busiest_unit_and_level() {
+        let a = h100();
+        let c = run(&a, &[(UnitClass::Fp32, 0.9)], 0.2, &[]);
+        assert_eq!((c.bound, c.limiter.as_str()), (Bound::Compute, "fma"));
+        assert_eq!(c.verdict, "compute-bound: FMA (fp32) pipe at 90% of peak");
+        let m = run(&a, &[(UnitClass::Fp32, 0.5)], 0.95, &[]);
+        assert_eq!((m.bound, m.limiter.as_str()), (Bound::Memory, "dram"));
+        assert!(m.verdict.starts_with("memory-bound: HBM at 9"), "{}", m.verdict);
+        let l = run(
+            &a,
+            &[(UnitClass::Fp32, 0.3)],
+            0.3,
+            &[(StallReason::Selected, 90), (StallReason::LongScoreboard, 60), (StallReason::Barrier, 10)],
+        );
+        assert_eq!((l.bound, l.limiter.as_str()), (Bound::Latency, "long_scoreboard"));
+        assert!((l.limiter_pct - 37.5).abs() < 1e-9, "{}", l.limiter_pct);
+        assert!(l.verdict.contains("top stall long_scoreboard (38% of warp-cycles)"), "{}", l.verdict);
+        let idle = run(&a, &[], 0.0, &[]);
+        assert_eq!((idle.bound, idle.limiter.as_str()), (Bound::Latency, "none"));
+    }
+
+    #[test]
+    fn tables_are_complete_and_the_fma_ceiling_is_the_lanes_rate() {
+        let a = h100();
+        let s = run(&a, &[(UnitClass::Fp32, 0.5)], 0.5, &[]);
+        let names: Vec<&str> = s.compute.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, COMPUTE_UNITS.map(|u| u.0));
+        assert_eq!(s.memory.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), MEMORY_LEVELS);
+        assert!((s.compute[1].pct - 50.0).abs() < 1e-6 && (s.memory[2].pct - 50.0).abs() < 0.01);
+        let lanes = 32.0 / a.pipes.get(UnitClass::Fp32).issue_interval.0 as f64;
+        let peak = 2.0 * lanes * a.sm.sub_cores as f64 * a.sm.count as f64 * a.clocks.sm.0 as f64;
+        assert_eq!(s.roofline.ceiling, "fma");
+        assert!((s.roofline.peak_flops_per_s - peak).abs() < 1.0);
+        // No L1 or L2 bytes: infinite intensity is null, not a number.
+        assert_eq!(s.roofline.levels[0].intensity, None);
+        assert!(s.roofline.levels[2].intensity.is_some());
+    }
+}
