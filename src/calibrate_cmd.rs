@@ -55,8 +55,8 @@ pub struct CalibrateArgs {
     /// after; comma-separated or repeated. Nothing is fitted to their cases.
     #[arg(long, value_delimiter = ',')]
     pub transfer: Vec<String>,
-    /// Print nothing but errors.
-    #[arg(long, short)]
+    /// Set from the global `--quiet`.
+    #[arg(skip)]
     pub quiet: bool,
 }
 

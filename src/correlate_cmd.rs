@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use gpusim_reports::doc::{Block, Cell, Document, Figure, Section, Table};
 use gpusim_reports::scatter::{self, ScatterPlot, ScatterPoint};
 use gpusim_validation::Case;
 use gpusim_validation::correlate::{ArchChoice, Correlation, Options, RunInfo, Status, correlate, parse_kinds};
@@ -32,8 +33,9 @@ pub struct CorrelateArgs {
     /// Write everything (cases, statistics, provenance) as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Write correlation.csv, correlation.md and the plot of simulated against published values
-    /// (scatter.svg, scatter.png) into this directory (created if missing).
+    /// Write correlation.csv, correlation.md, the plot of simulated against published values
+    /// (scatter.svg, scatter.png) and all of it as one page (correlation.html) into this
+    /// directory (created if missing).
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// Simulations run in parallel on this many threads (default: the number of cores). The
@@ -48,8 +50,8 @@ pub struct CorrelateArgs {
     /// (they may only be tightened). CI passes the previous commit's file.
     #[arg(long, requires = "gate")]
     pub gate_baseline: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(long, short)]
+    /// Set from the global `--quiet`.
+    #[arg(skip)]
     pub quiet: bool,
 }
 
@@ -182,6 +184,45 @@ fn scatter_plot(c: &Correlation) -> Option<ScatterPlot> {
     Some(plot)
 }
 
+/// The correlation as a page of the one document model: provenance, the plot (the same SVG as
+/// scatter.svg) and a sortable table of every case.
+fn html_document(c: &Correlation, svg: Option<String>) -> Document {
+    let p = &c.provenance;
+    let mut s = Section::new("Correlation");
+    let mut kv = vec![
+        ("gpusim".to_string(), format!("{} ({})", p.gpusim_version, p.git_hash)),
+        ("arch".to_string(), p.arch.clone()),
+        ("kinds".to_string(), p.kinds.join(", ")),
+        ("data".to_string(), p.data_files.join(", ")),
+        ("memory model".to_string(), p.memory_model.clone()),
+    ];
+    kv.extend(p.config_hashes.iter().map(|(k, v)| (format!("config {k}"), v.clone())));
+    s.push(Block::KeyValues(kv));
+    if let Some(svg) = svg {
+        s.push(Block::Figure(Figure { caption: "Simulated against published values".into(), svg }));
+    }
+    let opt = |v: Option<f64>, d: usize| v.map_or(Cell::text("-"), |x| Cell::num(x, d));
+    let rows = c
+        .cases
+        .iter()
+        .map(|r| {
+            vec![
+                Cell::text(&r.id),
+                Cell::text(&r.kind),
+                Cell::text(metric_unit(&r.metric)),
+                Cell::num(r.published, 3),
+                opt(r.simulated, 3),
+                opt(r.error.map(|e| 100.0 * e), 1),
+                Cell::text(format!("{:?}", r.status).to_lowercase()),
+                Cell::text(r.reason.clone().unwrap_or_default()),
+            ]
+        })
+        .collect();
+    let columns = ["case", "kind", "unit", "published", "simulated", "error %", "status", "reason"];
+    s.push(Block::Table(Table { columns: columns.map(String::from).to_vec(), rows }));
+    Document { title: format!("gpusim correlate --arch {}", p.arch), subtitle: String::new(), sections: vec![s] }
+}
+
 fn write_reports(c: &Correlation, a: &CorrelateArgs) -> CliResult {
     if let Some(j) = &a.json {
         let text =
@@ -192,14 +233,18 @@ fn write_reports(c: &Correlation, a: &CorrelateArgs) -> CliResult {
         std::fs::create_dir_all(dir).map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
         write(&dir.join("correlation.csv"), &c.csv())?;
         let mut md = c.markdown();
+        let mut svg = None;
         if let Some(plot) = scatter_plot(c) {
             let svg_path = dir.join("scatter.svg");
             let plot_err = |e: gpusim_reports::Error| CliError::input(format!("{}: {e}", svg_path.display()));
-            write(&svg_path, &scatter::render_svg(&plot).map_err(plot_err)?)?;
+            let text = scatter::render_svg(&plot).map_err(plot_err)?;
+            write(&svg_path, &text)?;
+            svg = Some(text);
             scatter::write_png(&plot, dir.join("scatter.png")).map_err(|e| CliError::input(e.to_string()))?;
             md += "\n### Plot\n\n![simulated vs measured](scatter.svg)\n";
         }
         write(&dir.join("correlation.md"), &md)?;
+        crate::report_cmd::write_html(&dir.join("correlation.html"), &html_document(c, svg))?;
     }
     Ok(())
 }

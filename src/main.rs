@@ -10,8 +10,11 @@ mod interrupt;
 mod measure_cmd;
 mod output;
 mod print;
+mod progress;
+mod report_cmd;
 mod run;
 mod sweep;
+mod timeline;
 mod trace_cmd;
 mod ubench_cmd;
 
@@ -22,10 +25,23 @@ use clap::{Parser, Subcommand};
 
 use error::CliResult;
 
+/// The exit codes, shown by `--help` (and in the README).
+const EXIT_CODES: &str = "Exit codes:
+  0    success
+  1    a failed check (the accuracy gate of `gpusim correlate --gate`)
+  2    bad input: a file, parameter or value gpusim cannot use (the message names it)
+  130  interrupted (Ctrl-C)";
+
 /// gpusim: a cycle-approximate GPU performance simulator.
 #[derive(Parser)]
-#[command(name = "gpusim", version, about, long_about = None)]
+#[command(name = "gpusim", version, about, long_about = None, after_help = EXIT_CODES)]
 struct Cli {
+    /// Print nothing but errors (and no progress).
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more on stderr: timings and the files written.
+    #[arg(long, short, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -60,6 +76,13 @@ enum Cmd {
     Correlate(correlate_cmd::CorrelateArgs),
     /// Fit a preset's model parameters to reference measurements (k-fold cross-validated).
     Calibrate(calibrate_cmd::CalibrateArgs),
+    /// Write a study directory's results (`gpusim sweep`) as one self-contained HTML report.
+    Report(report_cmd::ReportArgs),
+    /// Print a shell completion script: `gpusim completions bash > /etc/bash_completion.d/gpusim`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Measure this machine's GPU (microbenchmarks, cuBLAS GEMMs) into a measurement file
     /// (needs a build with `--features cuda`).
     Measure(measure_cmd::MeasureArgs),
@@ -82,13 +105,29 @@ fn restore_default_sigpipe() {
 fn main() -> ExitCode {
     restore_default_sigpipe();
     let cli = Cli::parse();
+    let (quiet, verbose) = (cli.quiet, cli.verbose);
     let res: CliResult = match cli.cmd {
-        Cmd::Run(a) => run::run(a),
+        Cmd::Run(mut a) => {
+            (a.quiet, a.verbose) = (quiet, verbose);
+            run::run(a)
+        }
         Cmd::Arch { cmd } => arch_cmd::arch(cmd),
         Cmd::Trace { cmd } => trace_cmd::trace(cmd),
         Cmd::Bench { arch, repeat, traces } => bench::bench(&arch, repeat, traces),
-        Cmd::Correlate(a) => correlate_cmd::correlate_cmd(a),
-        Cmd::Calibrate(a) => calibrate_cmd::calibrate_cmd(a),
+        Cmd::Correlate(mut a) => {
+            a.quiet = quiet;
+            correlate_cmd::correlate_cmd(a)
+        }
+        Cmd::Calibrate(mut a) => {
+            a.quiet = quiet;
+            calibrate_cmd::calibrate_cmd(a)
+        }
+        Cmd::Report(a) => report_cmd::report_cmd(a, quiet),
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "gpusim", &mut std::io::stdout());
+            Ok(())
+        }
         Cmd::Measure(a) => measure_cmd::measure_cmd(a),
         Cmd::Sweep(a) => sweep::sweep(a),
     };

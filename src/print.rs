@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use gpusim_sim_core::{KernelReport, Report};
+use gpusim_sim_core::{KernelReport, Report, sol};
 
 /// `1234567` → `1,234,567`.
 pub fn thousands(n: u64) -> String {
@@ -111,6 +111,7 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
     stalls.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let s: Vec<String> = stalls.iter().map(|(n, v)| format!("{n} {:.1}%", 100.0 * **v as f64 / total)).collect();
     let _ = writeln!(out, "  warp states  {}", s.join("  "));
+    sol(out, k);
     for (op, n) in &k.unknown_opcodes {
         let _ = writeln!(
             out,
@@ -118,6 +119,17 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
             thousands(*n)
         );
     }
+}
+
+/// The speed-of-light lines: busy compute units (busiest first), every memory level, verdict.
+fn sol(out: &mut String, k: &KernelReport) {
+    let mut units: Vec<_> = k.sol.compute.iter().filter(|e| e.pct > 0.0).collect();
+    units.sort_by(|a, b| b.pct.total_cmp(&a.pct).then(a.name.cmp(&b.name)));
+    let c: Vec<String> = units.iter().map(|e| format!("{} {:.1}%", sol::label(&e.name), e.pct)).collect();
+    let m: Vec<String> = k.sol.memory.iter().map(|e| format!("{} {:.1}%", sol::label(&e.name), e.pct)).collect();
+    let _ = writeln!(out, "  SOL compute  {}", if c.is_empty() { "-".to_string() } else { c.join("  ") });
+    let _ = writeln!(out, "  SOL memory   {}", m.join("  "));
+    let _ = writeln!(out, "  verdict      {}", k.sol.verdict);
 }
 
 /// The whole report as terminal text.

@@ -4,10 +4,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use gpusim_configs::{Arch, Hertz};
-use gpusim_sim_core::{Report, SimErrorKind, SimOptions, simulate};
+use gpusim_isa::KernelInfo;
+use gpusim_sim_core::{CtaEvent, MemSample, Observer, Report, SimErrorKind, SimOptions, SmSample, simulate_observed};
 
 use crate::error::{CliError, CliResult};
 use crate::print;
+use crate::progress::RunProgress;
+use crate::timeline::{DEFAULT_MAX_CTAS, Timeline, TimelineBy};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -24,9 +27,27 @@ pub struct RunArgs {
     /// partitions, HBM) or `simple` (latency and bandwidth only).
     #[arg(long)]
     pub memory_model: Option<String>,
-    /// Print nothing but errors (with --json).
-    #[arg(long, short)]
+    /// Write the report as one self-contained HTML page (speed of light, warp states,
+    /// roofline) to this file.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+    /// Write the run as Chrome trace-event JSON (open it in Perfetto or chrome://tracing): CTA
+    /// spans per SM, kernel spans per stream, DRAM bandwidth and L2 hit rate counters.
+    #[arg(long, value_name = "FILE.json")]
+    pub timeline: Option<PathBuf>,
+    /// Timeline tracks per SM or per GPC.
+    #[arg(long, value_enum, default_value = "sm", requires = "timeline")]
+    pub timeline_by: TimelineBy,
+    /// CTA spans drawn one by one in the timeline; past it CTAs are aggregated per kernel and
+    /// SM (the file says so), which bounds its size.
+    #[arg(long, default_value_t = DEFAULT_MAX_CTAS, requires = "timeline")]
+    pub timeline_max_ctas: usize,
+    /// Set from the global `--quiet`.
+    #[arg(skip)]
     pub quiet: bool,
+    /// Set from the global `--verbose`.
+    #[arg(skip)]
+    pub verbose: bool,
     /// Refuse a chip whose model state would exceed this much memory (e.g. `4 GiB`, `512 MiB`):
     /// an `l2.size` typo asks for gigabytes of tags. The bound is worked out before anything is
     /// built (sim_core::footprint).
@@ -84,8 +105,18 @@ fn write_json(path: &Path, r: &Report) -> CliResult {
 /// Simulates `trace` on `arch`; on failure the partial report of finished kernels is returned
 /// alongside the error.
 pub fn simulate_file(arch: &Arch, trace: &Path, opts: &SimOptions) -> Result<Report, (CliError, Option<Box<Report>>)> {
+    simulate_file_observed(arch, trace, opts, &mut gpusim_sim_core::NoObserver)
+}
+
+/// [`simulate_file`] with an observer watching the run.
+pub fn simulate_file_observed<O: Observer>(
+    arch: &Arch,
+    trace: &Path,
+    opts: &SimOptions,
+    obs: &mut O,
+) -> Result<Report, (CliError, Option<Box<Report>>)> {
     let (_fmt, mut src) = gpusim_isa::open::open(trace).map_err(|e| (CliError::from(e), None))?;
-    let res = simulate(arch, &mut *src, opts);
+    let res = simulate_observed(arch, &mut *src, opts, obs);
     for d in src.take_diagnostics() {
         eprintln!("{d}");
     }
@@ -103,23 +134,99 @@ pub fn simulate_file(arch: &Arch, trace: &Path, opts: &SimOptions) -> Result<Rep
     })
 }
 
+/// What watches a `gpusim run`: the progress display and, when asked, the timeline.
+struct RunObserver {
+    progress: RunProgress,
+    timeline: Option<Timeline>,
+}
+
+impl Observer for RunObserver {
+    fn kernel_start(&mut self, k: &KernelInfo, cycle: u64) {
+        if let Some(t) = &mut self.timeline {
+            t.kernel_start(k, cycle);
+        }
+    }
+    fn kernel_end(&mut self, k: &KernelInfo, cycle: u64) {
+        self.progress.kernel_end(k, cycle);
+        if let Some(t) = &mut self.timeline {
+            t.kernel_end(k, cycle);
+        }
+    }
+    fn cta_launch(&mut self, e: &CtaEvent) {
+        if let Some(t) = &mut self.timeline {
+            t.cta_launch(e);
+        }
+    }
+    fn cta_retire(&mut self, e: &CtaEvent) {
+        self.progress.cta_retire(e);
+        if let Some(t) = &mut self.timeline {
+            t.cta_retire(e);
+        }
+    }
+    fn sample_interval(&self) -> Option<u64> {
+        self.timeline.as_ref().and_then(Timeline::sample_interval)
+    }
+    fn sample(&mut self, cycle: u64, sms: &[SmSample]) {
+        if let Some(t) = &mut self.timeline {
+            t.sample(cycle, sms);
+        }
+    }
+    fn memory_sample(&mut self, cycle: u64, m: &MemSample) {
+        if let Some(t) = &mut self.timeline {
+            t.memory_sample(cycle, m);
+        }
+    }
+}
+
+/// Writes the files asked for besides the text: JSON, HTML page, timeline.
+fn write_outputs(a: &RunArgs, r: &Report, timeline: Option<&Timeline>) -> CliResult {
+    if let Some(j) = &a.json {
+        write_json(j, r)?;
+    }
+    if let Some(h) = &a.report {
+        let doc = crate::report_cmd::run_document(r, &a.trace.display().to_string())?;
+        crate::report_cmd::write_html(h, &doc)?;
+    }
+    if let (Some(path), Some(t)) = (&a.timeline, timeline) {
+        t.write(path, &r.arch)?;
+    }
+    if a.verbose {
+        for p in [&a.json, &a.report, &a.timeline].into_iter().flatten() {
+            eprintln!("wrote {}", p.display());
+        }
+    }
+    Ok(())
+}
+
 pub fn run(a: RunArgs) -> CliResult {
     let arch = load_arch(&a.arch, a.clock_mhz)?;
     check_footprint(&arch, a.max_memory)?;
-    if let Some(j) = &a.json {
-        crate::output::check_writable(j, "--json")?;
+    for (path, what) in [(&a.json, "--json"), (&a.report, "--report"), (&a.timeline, "--timeline")] {
+        if let Some(p) = path {
+            crate::output::check_writable(p, what)?;
+        }
     }
     let stop = crate::interrupt::install()?;
     let opts = SimOptions { memory_model: a.memory_model.clone(), stop: Some(stop) };
-    match simulate_file(&arch, &a.trace, &opts) {
+    if a.timeline_max_ctas == 0 {
+        return Err(CliError::input("--timeline-max-ctas: must be at least 1"));
+    }
+    let mut obs = RunObserver {
+        progress: RunProgress::new(a.quiet),
+        timeline: a.timeline.as_ref().map(|_| Timeline::new(&arch, a.timeline_by, a.timeline_max_ctas)),
+    };
+    let started = std::time::Instant::now();
+    let res = simulate_file_observed(&arch, &a.trace, &opts, &mut obs);
+    obs.progress.finish();
+    if a.verbose {
+        eprintln!("simulated in {:.2} s", started.elapsed().as_secs_f64());
+    }
+    match res {
         Ok(r) => {
             if !a.quiet {
                 print!("{}", print::report(&r, &a.trace.display().to_string()));
             }
-            if let Some(j) = &a.json {
-                write_json(j, &r)?;
-            }
-            Ok(())
+            write_outputs(&a, &r, obs.timeline.as_ref())
         }
         Err((e, partial)) => {
             // Never lose finished results: print and save what completed before the error.
@@ -128,9 +235,7 @@ pub fn run(a: RunArgs) -> CliResult {
                     eprintln!("the kernels that finished before the error:");
                 }
                 eprint!("{}", print::report(&r, &a.trace.display().to_string()));
-                if let Some(j) = &a.json
-                    && let Err(w) = write_json(j, &r)
-                {
+                if let Err(w) = write_outputs(&a, &r, obs.timeline.as_ref()) {
                     eprintln!("error: {w}");
                 }
             }

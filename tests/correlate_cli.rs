@@ -98,6 +98,14 @@ fn run(dir: &Path, tag: &str, extra: &[&str]) -> (String, serde_json::Value, Str
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let csv = std::fs::read_to_string(report.join("correlation.csv")).unwrap();
     let md = std::fs::read_to_string(report.join("correlation.md")).unwrap();
+    // The same results as one page of the document model: every case in its table, and the
+    // scatter plot's SVG inline where there is one.
+    let html = std::fs::read_to_string(report.join("correlation.html")).unwrap();
+    assert!(html.contains("<table class=\"sortable\">"));
+    for c in v["cases"].as_array().unwrap() {
+        assert!(html.contains(&format!("<td>{}</td>", c["id"].as_str().unwrap())), "case {} not in the page", c["id"]);
+    }
+    assert_eq!(html.contains("<figure><svg"), report.join("scatter.svg").exists());
     (out, v, csv, md)
 }
 

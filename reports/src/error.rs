@@ -13,6 +13,12 @@ pub enum Error {
     /// A value on a logarithmic axis is zero or negative.
     #[error("{what} of `{label}` is {value}: a logarithmic axis needs values > 0")]
     NotPositive { label: String, what: &'static str, value: f64 },
+    /// A bar segment is negative.
+    #[error("value of `{label}` is {value}: bar segments must be ≥ 0")]
+    Negative { label: String, value: f64 },
+    /// The data's dimensions disagree (a heatmap's cells and labels).
+    #[error("mismatched shape: {0}")]
+    Shape(String),
     /// The plot has no point at all.
     #[error("nothing to plot: no points")]
     Empty,

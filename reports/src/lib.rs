@@ -3,6 +3,11 @@
 //! - [`scatter`]: simulated against measured values, one point per case, on log-log axes with
 //!   the y = x line and a ±band (the correlation plot of `gpusim correlate --report`).
 //! - [`lines`]: named series of (x, y) points, each axis linear or logarithmic (for sweeps).
+//! - [`heatmap`]: a value per cell of two categorical axes (a sweep over two parameters).
+//! - [`bars`]: stacked horizontal bars of named segments (stall reasons per kernel).
+//! - [`roofline`]: compute and bandwidth ceilings with achieved points, as a log-log [`lines`] plot.
+//! - [`doc`] and [`html`]: the one document model (sections of paragraphs, provenance, sortable
+//!   tables and these figures) and its rendering to one self-contained HTML page.
 //!
 //! Each plot module has `render_svg(&plot) -> Result<String, Error>` and
 //! `write_png(&plot, path) -> Result<(), Error>`.
@@ -22,13 +27,18 @@
 //!   Colours are assigned in a fixed order; nothing depends on hashing, time or the machine.
 
 mod axis;
+pub mod bars;
 mod bitmap;
+pub mod doc;
 mod draw;
 pub mod error;
 pub mod font;
+pub mod heatmap;
+pub mod html;
 mod legend;
 pub mod lines;
 mod palette;
+pub mod roofline;
 pub mod scatter;
 
 pub use error::Error;

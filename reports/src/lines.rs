@@ -21,6 +21,19 @@ pub struct Series {
     pub name: String,
     /// (x, y) points, finite; > 0 on a logarithmic axis. May be empty (legend entry only).
     pub points: Vec<(f64, f64)>,
+    /// Joined by a polyline (else markers only, for points in no particular order).
+    pub line: bool,
+}
+
+impl Series {
+    /// A series drawn as a polyline with markers.
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, line: true }
+    }
+    /// A series drawn as markers only.
+    pub fn markers(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, line: false }
+    }
 }
 
 /// A line plot: see the module documentation.
@@ -126,7 +139,9 @@ impl Figure for Prepared<'_> {
         for (i, (s, pts)) in p.series.iter().zip(&self.points).enumerate() {
             let line = palette::colour(i).stroke_width(2);
             let marker = palette::colour(i).filled();
-            chart.draw_series(LineSeries::new(pts.iter().copied(), line))?;
+            if s.line {
+                chart.draw_series(LineSeries::new(pts.iter().copied(), line))?;
+            }
             chart.draw_series(pts.iter().map(|&q| Circle::new(q, 3, marker)))?.label(s.name.as_str()).legend(
                 move |(x, y)| {
                     EmptyElement::at((x, y))

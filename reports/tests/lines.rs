@@ -11,7 +11,7 @@ fn sample() -> LinePlot {
     p.x_log = true;
     for (name, k) in [("bf16", 1.0), ("fp8", 2.0)] {
         let points = (6..=12).map(|e| (f64::from(1 << e), k * f64::from(e) * 50.0)).collect();
-        p.series.push(Series { name: name.into(), points });
+        p.series.push(Series::new(name, points));
     }
     p
 }
@@ -30,7 +30,7 @@ fn svg_has_the_title_the_axes_the_legend_and_the_markers() {
 #[test]
 fn linear_axes_take_zero_and_negative_values_log_axes_do_not() {
     let mut p = LinePlot::new("t", "x", "y");
-    p.series.push(Series { name: "s".into(), points: vec![(-1.0, 0.0), (0.0, -2.0), (1.0, 3.0)] });
+    p.series.push(Series::new("s", vec![(-1.0, 0.0), (0.0, -2.0), (1.0, 3.0)]));
     render_svg(&p).unwrap();
     p.y_log = true;
     match render_svg(&p) {
@@ -46,7 +46,7 @@ fn linear_axes_take_zero_and_negative_values_log_axes_do_not() {
 fn no_points_is_an_error() {
     let mut p = LinePlot::new("t", "x", "y");
     assert!(matches!(render_svg(&p), Err(Error::Empty)));
-    p.series.push(Series { name: "empty".into(), points: vec![] });
+    p.series.push(Series::new("empty", vec![]));
     assert!(matches!(render_svg(&p), Err(Error::Empty)));
 }
 

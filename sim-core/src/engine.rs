@@ -13,7 +13,7 @@ use crate::deps::Deps;
 use crate::error::{SimError, SimErrorKind};
 use crate::kernel_run::KernelRun;
 use crate::mem::{self, MemorySystem};
-use crate::observer::{CtaEvent, NoObserver, Observer, SmSample};
+use crate::observer::{CtaEvent, MemSample, NoObserver, Observer, SmSample};
 use crate::occupancy::occupancy;
 use crate::report::{Partial, Report, build_report, build_report_refs};
 use crate::sm::{CtaDone, Sm};
@@ -396,6 +396,15 @@ impl<'a, O: Observer> Engine<'a, O> {
                 SmSample { sm: s.id, resident_ctas: ctas, resident_warps: warps, warp_instructions: s.issued }
             }));
             self.obs.sample(self.next_sample, &self.samples);
+            let mut m = MemSample::default();
+            for k in &self.kernels {
+                let t = &k.stats.traffic;
+                m.dram_bytes += t.dram.bytes;
+                m.l2_bytes += t.l2.bytes;
+                m.l2_hits += t.l2.hits;
+                m.l2_misses += t.l2.misses;
+            }
+            self.obs.memory_sample(self.next_sample, &m);
             self.next_sample = self.next_sample.saturating_add(every);
         }
     }

@@ -26,13 +26,15 @@ pub mod occupancy;
 pub mod rate;
 pub mod report;
 pub mod sm;
+pub mod sol;
 pub mod stats;
 pub mod timing;
 
 pub use engine::{LOOKAHEAD_KERNELS, STOP_POLL, SimOptions, simulate, simulate_observed};
 pub use error::{SimError, SimErrorKind};
 pub use footprint::{Footprint, footprint};
-pub use observer::{CtaEvent, NoObserver, Observer, SmSample};
+pub use observer::{CtaEvent, MemSample, NoObserver, Observer, SmSample};
 pub use occupancy::{Limiter, Occupancy, occupancy};
 pub use report::{KernelReport, Partial, Report, SteadyWindow, StreamReport};
+pub use sol::{Bound, Roofline, RooflineLevel, SolEntry, SpeedOfLight};
 pub use stats::{MemTraffic, StallReason};

@@ -28,6 +28,16 @@ pub struct SmSample {
     pub warp_instructions: u64,
 }
 
+/// The memory system's counters at a sampling point, summed over every kernel since the run
+/// began. Bytes and hits are counted when the accesses issue, as in the report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemSample {
+    pub dram_bytes: u64,
+    pub l2_bytes: u64,
+    pub l2_hits: u64,
+    pub l2_misses: u64,
+}
+
 /// Receives the events of a run, in simulated-time order (non-decreasing cycles; within a
 /// cycle, retirements before placements). Every method has an empty default.
 ///
@@ -49,6 +59,8 @@ pub trait Observer {
     /// The counters of every SM, in SM order, at `cycle` (a multiple of the interval). Idle
     /// stretches the engine skips are sampled too, with the unchanged counters.
     fn sample(&mut self, _cycle: u64, _sms: &[SmSample]) {}
+    /// The memory counters at the same sampling point, right after [`Observer::sample`].
+    fn memory_sample(&mut self, _cycle: u64, _mem: &MemSample) {}
 }
 
 /// The observer of a run nobody watches.

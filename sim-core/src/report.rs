@@ -9,10 +9,11 @@ use serde::Serialize;
 
 use crate::kernel_run::KernelRun;
 use crate::occupancy::Limiter;
+use crate::sol::{SolInput, SpeedOfLight, speed_of_light};
 use crate::stats::{MemTraffic, StallReason};
 
 /// Schema version of [`Report`]'s JSON form.
-pub const REPORT_SCHEMA_VERSION: u32 = 2;
+pub const REPORT_SCHEMA_VERSION: u32 = 3;
 
 /// A whole run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -104,6 +105,9 @@ pub struct KernelReport {
     pub unknown_opcodes: BTreeMap<String, u64>,
     /// The stretch during which every CTA slot stayed busy; `None` for a grid of one wave.
     pub steady: Option<SteadyWindow>,
+    /// Speed of light: each compute unit and memory level as a percentage of its peak, the
+    /// bottleneck verdict and the roofline data ([`crate::sol`]).
+    pub sol: SpeedOfLight,
 }
 
 /// The part of a kernel's run between its ramp-up and its tail: from the first CTA's
@@ -192,6 +196,19 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
     let resident = st.resident_warp_cycles;
     let max_warps = arch.sm.max_warps as f64;
     let dram_gbps = per_sec(st.traffic.dram.bytes as f64) / 1e9;
+    let sol = speed_of_light(
+        arch,
+        &SolInput {
+            cycles,
+            clock_hz: clock.0 as f64,
+            pipe_busy: &st.pipe_busy,
+            traffic: &st.traffic,
+            stalls: &st.stalls,
+            resident_warp_cycles: resident,
+            flops,
+            tensor_flops: st.tensor_flops,
+        },
+    );
     KernelReport {
         id: k.info.id,
         name: k.info.name.clone(),
@@ -241,6 +258,7 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
             }),
             _ => None,
         },
+        sol,
     }
 }
 
