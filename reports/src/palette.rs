@@ -27,7 +27,7 @@ pub(crate) const GRID_LIGHT: RGBColor = RGBColor(238, 238, 238);
 /// again lightened halfway to white, so 16 groups stay distinct.
 pub(crate) fn colour_many(i: usize) -> RGBColor {
     let c = COLOURS[i % COLOURS.len()];
-    if (i / COLOURS.len()) % 2 == 0 {
+    if (i / COLOURS.len()).is_multiple_of(2) {
         c
     } else {
         let light = |v: u8| ((v as u16 + 255) / 2) as u8;
