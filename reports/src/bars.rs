@@ -107,7 +107,7 @@ impl Figure for Prepared<'_> {
         let (x0, x1) = (m + widest * 8 + 10, w - m - 50);
         let mut y = m + TITLE_PX as i32 + 16;
         let label = TextStyle::from((FAMILY, LABEL_PX)).color(&BLACK);
-        let colour = |n: &str| palette::colour(self.names.iter().position(|x| *x == n).unwrap_or(0));
+        let colour = |n: &str| palette::colour_many(self.names.iter().position(|x| *x == n).unwrap_or(0));
         for bar in &b.bars {
             let total: f64 = bar.segments.iter().map(|s| s.1).sum();
             let mut x = x0 as f64;

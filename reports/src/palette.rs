@@ -22,3 +22,15 @@ pub(crate) fn colour(i: usize) -> RGBColor {
 /// Grid lines.
 pub(crate) const GRID_BOLD: RGBColor = RGBColor(205, 205, 205);
 pub(crate) const GRID_LIGHT: RGBColor = RGBColor(238, 238, 238);
+
+/// The colour of the `i`-th of many groups (stacked bar segments): the palette, then the palette
+/// again lightened halfway to white, so 16 groups stay distinct.
+pub(crate) fn colour_many(i: usize) -> RGBColor {
+    let c = COLOURS[i % COLOURS.len()];
+    if (i / COLOURS.len()).is_multiple_of(2) {
+        c
+    } else {
+        let light = |v: u8| ((v as u16 + 255) / 2) as u8;
+        RGBColor(light(c.0), light(c.1), light(c.2))
+    }
+}

@@ -7,7 +7,7 @@ use gpusim_reports::doc::{Block, Cell, Figure, Section, Table};
 use gpusim_reports::{lines, roofline};
 use gpusim_sim_core::sol::label;
 
-use super::view::{KernelView, RunView};
+use super::view::{KernelView, LevelView, RunView};
 use crate::error::{CliError, CliResult};
 
 /// Kernels shown per run: the longest ones (a trace of thousands of kernels would make the
@@ -37,7 +37,7 @@ pub fn section(heading: &str, runs: &[(String, &RunView)]) -> CliResult<Section>
     let mut bars = StackedBars::new(format!("{heading}: warp states"), "share of resident warp-cycles");
     let mut rows = Vec::new();
     let mut points = Vec::new();
-    let mut ceilings = None;
+    let mut ceilings: Option<(String, f64, Vec<LevelView>)> = None;
     for (run, r) in runs {
         let (ks, left) = shown(r);
         if left > 0 {
@@ -66,7 +66,9 @@ pub fn section(heading: &str, runs: &[(String, &RunView)]) -> CliResult<Section>
                     rf.flops_per_s,
                 ));
             }
-            if ceilings.is_none() && rf.peak_flops_per_s > 0.0 {
+            // The highest compute ceiling among the runs (a study's points differ in their
+            // chips): no kernel's point lies above its roof.
+            if rf.peak_flops_per_s > ceilings.as_ref().map_or(0.0, |c| c.1) {
                 ceilings = Some((rf.ceiling.clone(), rf.peak_flops_per_s, rf.levels.clone()));
             }
         }
@@ -102,7 +104,7 @@ pub fn section(heading: &str, runs: &[(String, &RunView)]) -> CliResult<Section>
         };
         let plot = roofline::plot(&rf).map_err(plot_err(heading))?;
         let caption = format!(
-            "Roofline: each kernel's FLOP/s against its intensity over the bytes of the outermost level that moved any (DRAM unless the data stayed on chip); ceilings of {} and of each memory level as the first run shown has them",
+            "Roofline: each kernel's FLOP/s against its intensity over the bytes of the outermost level that moved any (DRAM unless the data stayed on chip); ceilings of {} and of each memory level of the run with the highest compute ceiling",
             label(&ceiling)
         );
         s.push(Block::Figure(Figure::new(caption, lines::render_svg(&plot)).map_err(plot_err(heading))?));
