@@ -280,7 +280,8 @@ fn a_run_that_stops_part_way_keeps_every_kernel_that_finished() {
         let names: Vec<&str> = v["kernels"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
         let expect: Vec<String> = (0..n - 1).map(|i| format!("k{i}")).collect();
         assert_eq!(names, expect, "every kernel before the truncated one is kept");
-        assert_eq!(v["memory_model"], "partial");
+        assert_eq!(v["partial"]["reason"], "error", "the report says it is partial, and why");
+        assert_eq!(v["memory_model"], "hierarchy", "and still names the model it ran");
     }
 }
 
