@@ -164,9 +164,14 @@ impl Sm {
                 self.w.cursor[s].advance();
                 return self.fetch(s, now, until, StallReason::Membar, k, done);
             }
-            OpKind::BarrierArrive => {}
+            OpKind::BarrierArrive => {
+                let cs = self.w.cta_slot[s] as usize;
+                let b = gpusim_isa::BarrierOperand::from_imm(inst.imm);
+                self.arrive_barrier(cs, b.id, b.warps(), now);
+            }
             OpKind::BarrierSync => {
                 let cs = self.w.cta_slot[s] as usize;
+                let b = gpusim_isa::BarrierOperand::from_imm(inst.imm);
                 self.w.cursor[s].advance();
                 self.fetch(s, now, now + 1, StallReason::Barrier, k, done)?;
                 if self.w.phase[s] == Phase::Running {
@@ -176,8 +181,12 @@ impl Sm {
                     self.w.ready_at[s] = u64::MAX;
                     self.w.wait_reason[s] = StallReason::Barrier;
                     self.w.acct_from[s] = now + 1;
-                    self.ctas[cs].at_barrier += 1;
-                    self.try_release_barrier(cs, now);
+                    self.w.bar_id[s] = b.id;
+                    self.arrive_barrier(cs, b.id, b.warps(), now);
+                } else if b.threads > 0 {
+                    // The warp's last instruction: it still arrives at a counted barrier (a
+                    // CTA-wide one counts it as arrived by its exit).
+                    self.arrive_barrier(cs, b.id, b.warps(), now);
                 }
                 return Ok(());
             }
