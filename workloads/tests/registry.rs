@@ -70,6 +70,12 @@ fn lazy_sources_yield_exactly_the_ctas_of_the_materialised_traces() {
     let arch = h100();
     for g in all() {
         let params = small(g.name);
+        if g.name == "attention" {
+            // The foundation alone: its recipes land in the next commits, until then they say so.
+            let e = g.generate(&params, &arch).unwrap_err().0;
+            assert!(e.contains("not in this build yet"), "{e}");
+            continue;
+        }
         let trace = g.generate(&params, &arch).unwrap_or_else(|e| panic!("{}: {e}", g.name)).trace;
         let mut lazy = g.source(&params, &arch).unwrap();
         let got = drain(&mut *lazy);
