@@ -196,8 +196,7 @@ impl Sm {
                 // of general registers other than the accumulator is A in registers (RS): then
                 // only B comes from shared memory.
                 let acc = inst.dst[0];
-                let a_in_regs =
-                    inst.src.iter().any(|r| !r.is_none() && r.first.is_general() && *r != acc);
+                let a_in_regs = inst.src.iter().any(|r| !r.is_none() && r.first.is_general() && *r != acc);
                 let bytes = if a_in_regs { t.smem_b_bytes } else { t.smem_operand_bytes };
                 if bytes > 0 {
                     let occ = ((bytes as f64 / self.p.l1_bytes_per_cycle).ceil() as u64).max(1);

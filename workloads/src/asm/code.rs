@@ -1,6 +1,6 @@
 //! [`Code`]: one warp program.
 
-use gpusim_isa::{AddrExpr, Inst, Lanes, OpTable, Program, ProgramBuilder, RegRange, Var};
+use gpusim_isa::{AddrExpr, CtaParam, Inst, Lanes, OpTable, Program, ProgramBuilder, RegRange, Var};
 
 /// Builds one warp program of a kernel.
 pub struct Code<'a> {
@@ -132,6 +132,26 @@ impl<'a> Code<'a> {
         // The generators nest at most 4 loops deep (three tile loops and one k or epilogue loop).
         self.b.begin_loop(count).expect("loop depth within the limit");
         v
+    }
+
+    /// Adds a per-CTA parameter (a trip count or address term that differs between CTAs: causal
+    /// tiles, varlen requests) and returns its variable.
+    pub fn param(&mut self, p: CtaParam) -> Result<Var, String> {
+        Ok(Var::Param(self.b.add_param(p)?))
+    }
+
+    /// Adds a lookup table for [`CtaParam::table`] (shared between the kernel's programs).
+    pub fn table(&mut self, t: std::sync::Arc<[i64]>) -> u32 {
+        self.b.add_table(t)
+    }
+
+    /// Opens a loop of as many iterations as parameter `p` (from [`Code::param`]) says, possibly
+    /// none, and returns its counter variable.
+    pub fn begin_param(&mut self, p: Var) -> Result<Var, String> {
+        let Var::Param(k) = p else { return Err(format!("loop count {p:?} is not a parameter")) };
+        let v = Var::Loop(self.b.depth() as u8);
+        self.b.begin_loop_param(k)?;
+        Ok(v)
     }
 
     pub fn end(&mut self) -> &mut Self {
