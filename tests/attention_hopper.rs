@@ -54,3 +54,58 @@ fn print_fa3_cases() {
         }
     }
 }
+
+/// One query token per request against a `sk`-long KV cache (bf16, d = 128).
+fn decode_case(batch: u64, heads: u64, kv_heads: u64, sk: u64, page: Option<u32>) -> AttnSpec {
+    AttnSpec {
+        batch,
+        heads,
+        kv_heads,
+        seqlen: 1,
+        seqlen_kv: sk,
+        headdim: 128,
+        page_size: page,
+        recipe: Some(Recipe::Decode),
+        ..AttnSpec::default()
+    }
+}
+
+/// DRAM bytes of the trace's kernels.
+fn dram_bytes(r: &Report) -> u64 {
+    r.kernels.iter().map(|k| k.memory.traffic.dram.bytes).sum()
+}
+
+#[test]
+fn decode_is_bandwidth_bound_on_a_long_cache() {
+    let arch = h100();
+    let spec = decode_case(4, 32, 8, 16384, None);
+    let a = attention::generate(&spec, &arch).unwrap();
+    assert_eq!(a.trace.kernels.len(), 2, "split-KV kernel and its combine kernel");
+    let (r, _) = sim(&spec, &arch);
+    let gbps = a.kv_bytes as f64 / (r.time_us * 1e3);
+    let peak = arch.hbm.bandwidth.0 / 1e9;
+    // Most of the peak: the KV cache streams once through HBM.
+    assert!(gbps > 0.7 * peak, "{gbps:.0} GB/s of KV against a {peak:.0} GB/s peak");
+    assert!(gbps < peak, "{gbps:.0} GB/s exceeds the {peak:.0} GB/s peak");
+    // What DRAM moved is the KV cache (plus Q, the partials and O, a few percent).
+    let dram = dram_bytes(&r) as f64;
+    assert!(dram > a.kv_bytes as f64 && dram < 1.1 * a.kv_bytes as f64, "{dram} B vs {} B of KV", a.kv_bytes);
+}
+
+#[test]
+fn paged_kv_with_small_pages_costs_more_than_contiguous() {
+    let arch = h100();
+    let contiguous = sim(&decode_case(4, 32, 8, 8192, None), &arch).0.time_us;
+    let pages16 = sim(&decode_case(4, 32, 8, 8192, Some(16)), &arch).0.time_us;
+    assert!(pages16 > 1.03 * contiguous, "16-token pages {pages16:.1} µs vs contiguous {contiguous:.1} µs");
+}
+
+#[test]
+fn gqa_decode_reads_proportionally_fewer_kv_bytes() {
+    let arch = h100();
+    let mha = dram_bytes(&sim(&decode_case(2, 32, 32, 4096, None), &arch).0) as f64;
+    let gqa = dram_bytes(&sim(&decode_case(2, 32, 8, 4096, None), &arch).0) as f64;
+    let ratio = mha / gqa;
+    // Four query heads share each KV head: a quarter of the KV bytes (Q and O are small).
+    assert!((3.6..=4.1).contains(&ratio), "MHA/GQA DRAM bytes = {ratio:.2}");
+}

@@ -23,6 +23,7 @@
 //! builder; errors name the field or the combination the recipe does not support. Tensors sit
 //! where [`Tensors`] puts them, so every pass of a trace agrees on the addresses.
 
+pub mod decode;
 pub mod fa3;
 mod spec;
 mod tensors;
@@ -72,7 +73,8 @@ fn build(recipe: Recipe, spec: &AttnSpec, arch: &Arch) -> Result<Trace, Workload
     match recipe {
         Recipe::Fa2 | Recipe::Standard => Err(not_built(recipe, "part A")),
         Recipe::Fa3 => passes(spec, arch, fa3::fwd, None),
-        Recipe::Decode | Recipe::MlaDecode => Err(not_built(recipe, "part B")),
+        Recipe::Decode => passes(spec, arch, decode::fwd, None),
+        Recipe::MlaDecode => Err(not_built(recipe, "part B")),
     }
 }
 
