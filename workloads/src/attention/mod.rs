@@ -23,6 +23,8 @@
 //! builder; errors name the field or the combination the recipe does not support. Tensors sit
 //! where [`Tensors`] puts them, so every pass of a trace agrees on the addresses.
 
+pub mod fa2;
+mod sm80;
 mod spec;
 mod tensors;
 
@@ -67,11 +69,15 @@ pub fn generate(spec: &AttnSpec, arch: &Arch) -> Result<Attention, WorkloadError
 
 /// The kernels of `recipe` for `spec`'s passes.
 fn build(recipe: Recipe, spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
-    let _ = (spec, arch);
     match recipe {
-        Recipe::Fa2 | Recipe::Standard => Err(not_built(recipe, "part A")),
+        Recipe::Fa2 => passes(spec, arch, fa2::forward, Some(fa2_bwd_pending)),
+        Recipe::Standard => Err(not_built(recipe, "part A")),
         Recipe::Fa3 | Recipe::Decode | Recipe::MlaDecode => Err(not_built(recipe, "part B")),
     }
+}
+
+fn fa2_bwd_pending(_: &AttnSpec, _: &Arch) -> Result<Trace, WorkloadError> {
+    Err(WorkloadError("the fa2 backward is not in this build yet".into()))
 }
 
 /// The error of a recipe whose generator is not in this build yet.
