@@ -156,3 +156,40 @@ fn unsupported_combinations_name_the_field() {
     assert!(e(AttnSpec { dtype: gpusim_workloads::gemm::Dtype::Fp8, ..fa2(1, 1, 256, 128) }).contains("fp8"));
     let _ = Pass::Fwd;
 }
+
+#[test]
+fn backward_is_three_kernels_with_five_gemms_and_dq_atomics() {
+    let s = AttnSpec { pass: Pass::Bwd, ..fa2(1, 2, 512, 128) };
+    let t = trace(&s);
+    let names: Vec<&str> = t.kernels.iter().map(|k| k.info.name.as_str()).collect();
+    assert_eq!(t.kernels.len(), 3, "{names:?}");
+    assert!(names[0].starts_with("flash_bwd_dot_do_o") && names[2].starts_with("flash_bwd_convert_dq"), "{names:?}");
+    assert_eq!(t.kernels[1].info.deps, vec![0]);
+    assert_eq!(t.kernels[2].info.deps, vec![1]);
+    // 10·BM·BN·d tensor FLOPs per query block: 2.5× the forward, the convention.
+    assert_eq!(tensor_flops(&t), s.fwd_flops() / 2 * 5);
+    // Per warp and query block (64×128 at d = 128): 320 HMMA and one RED per dQ element.
+    let at = |sq| warp_mix(&trace(&AttnSpec { pass: Pass::Bwd, ..fa2(1, 1, sq, 128) }).kernels[1], [0, 0, 0], 3);
+    let (a, b) = (at(256), at(320));
+    let per = |op: &str| b.get(op).copied().unwrap_or(0) - a.get(op).copied().unwrap_or(0);
+    assert_eq!(per("HMMA"), 320);
+    assert_eq!(per("RED") * 32 * 8, 64 * 128, "element-wise fp32 atomics");
+    assert_eq!(per("MUFU"), 64 * 128 / 256);
+}
+
+#[test]
+fn fwdbwd_chains_the_passes_and_causal_backward_skips_masked_blocks() {
+    let s = AttnSpec { pass: Pass::FwdBwd, causal: true, ..fa2(1, 2, 1024, 64) };
+    let t = trace(&s);
+    assert_eq!(t.kernels.len(), 4);
+    let ids: Vec<u32> = t.kernels.iter().map(|k| k.info.id).collect();
+    assert_eq!(ids, vec![0, 1, 2, 3]);
+    assert_eq!(t.kernels[3].info.deps, vec![2]);
+    // KV block n of 128 visits the query blocks m ≥ n (128 rows): 8 − n of them.
+    let k = &t.kernels[2];
+    for n in [0u32, 5, 7] {
+        let mix = warp_mix(k, [n, 0, 0], 0);
+        let per_block = 10 * 128 * 128 * 64 / 4096 / 8;
+        assert_eq!(mix["HMMA"], per_block * (8 - n as u64), "block {n}");
+    }
+}

@@ -130,7 +130,10 @@ const TMP: u8 = 12;
 pub(crate) fn check(s: &AttnSpec, arch: &Arch) -> Result<(), WorkloadError> {
     let err = |m: String| Err(WorkloadError(m));
     if arch.compute_capability < 80 {
-        return err(format!("the fa2 recipe needs compute capability 8.0; {} is {}", arch.name, arch.compute_capability));
+        return err(format!(
+            "the fa2 recipe needs compute capability 8.0; {} is {}",
+            arch.name, arch.compute_capability
+        ));
     }
     if s.dtype == Dtype::Fp8 {
         return err("dtype = fp8: the fa2 recipe is bf16/fp16 (fp8 attention is fa3's)".into());
@@ -318,7 +321,16 @@ fn o_reg(pl: &Plan, i: u64, j: u64, k: u64) -> u8 {
 
 /// One KV iteration for block `n = konst + Σ coef·var`.
 #[allow(clippy::too_many_arguments)]
-fn iteration(s: &AttnSpec, pl: &Plan, c: &mut Code, hk: Var, n: &[(Var, i64)], konst: i64, masked: bool, prefetch: bool) {
+fn iteration(
+    s: &AttnSpec,
+    pl: &Plan,
+    c: &mut Code,
+    hk: Var,
+    n: &[(Var, i64)],
+    konst: i64,
+    masked: bool,
+    prefetch: bool,
+) {
     let g = pl.regs;
     let (bm, bn, d, e) = (pl.t.block_m, pl.t.block_n, pl.d, pl.e);
     let row_bytes = d * e;
@@ -342,7 +354,11 @@ fn iteration(s: &AttnSpec, pl: &Plan, c: &mut Code, hk: Var, n: &[(Var, i64)], k
                     let j = 2 * j16 + h;
                     let acc = rr(s_reg(pl, i, j, 0), 4);
                     let (a, b) = (rr(g.qf + 4 * i as u8, 4), rr(f + 2 * h as u8, 2));
-                    if ks == 0 { c.op(mma, &[acc], &[a, b]) } else { c.op(mma, &[acc], &[a, b, acc]) };
+                    if ks == 0 {
+                        c.op(mma, &[acc], &[a, b])
+                    } else {
+                        c.op(mma, &[acc], &[a, b, acc])
+                    };
                 }
             }
         }

@@ -24,6 +24,7 @@
 //! where [`Tensors`] puts them, so every pass of a trace agrees on the addresses.
 
 pub mod fa2;
+pub mod fa2_bwd;
 mod sm80;
 mod spec;
 mod tensors;
@@ -70,14 +71,10 @@ pub fn generate(spec: &AttnSpec, arch: &Arch) -> Result<Attention, WorkloadError
 /// The kernels of `recipe` for `spec`'s passes.
 fn build(recipe: Recipe, spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
     match recipe {
-        Recipe::Fa2 => passes(spec, arch, fa2::forward, Some(fa2_bwd_pending)),
+        Recipe::Fa2 => passes(spec, arch, fa2::forward, Some(fa2_bwd::backward)),
         Recipe::Standard => Err(not_built(recipe, "part A")),
         Recipe::Fa3 | Recipe::Decode | Recipe::MlaDecode => Err(not_built(recipe, "part B")),
     }
-}
-
-fn fa2_bwd_pending(_: &AttnSpec, _: &Arch) -> Result<Trace, WorkloadError> {
-    Err(WorkloadError("the fa2 backward is not in this build yet".into()))
 }
 
 /// The error of a recipe whose generator is not in this build yet.

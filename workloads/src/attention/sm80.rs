@@ -75,11 +75,7 @@ pub(crate) fn fwd_trips(n_block_max: u64, mask_steps: u64) -> [i64; 4] {
     }
     let masked = mask_steps.min(n_block_max);
     let unmasked = n_block_max - masked;
-    if unmasked > 0 {
-        [masked as i64, unmasked as i64 - 1, 0, 1]
-    } else {
-        [masked as i64 - 1, 0, 1, 0]
-    }
+    if unmasked > 0 { [masked as i64, unmasked as i64 - 1, 0, 1] } else { [masked as i64 - 1, 0, 1, 0] }
 }
 
 /// Per-CTA trip counts as parameters read from tables indexed by the CTA's tile (`cta.x`) and,

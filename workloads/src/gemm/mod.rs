@@ -595,11 +595,7 @@ pub fn tensor_flops(t: &Trace) -> u64 {
             continue;
         }
         // Per-program FLOPs, then per CTA layout.
-        let prog_flops: Vec<u64> = k
-            .programs
-            .iter()
-            .map(|p| flops_with(p, &p.eval_params([0, 0, 0], 0)))
-            .collect();
+        let prog_flops: Vec<u64> = k.programs.iter().map(|p| flops_with(p, &p.eval_params([0, 0, 0], 0))).collect();
         let layout_flops = |l: &Vec<u32>| -> u64 { l.iter().map(|&p| prog_flops[p as usize]).sum() };
         let ctas = k.info.num_ctas();
         let overridden = k.layout.overrides.len() as u64;
