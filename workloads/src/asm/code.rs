@@ -1,5 +1,7 @@
 //! [`Code`]: one warp program.
 
+use std::sync::Arc;
+
 use gpusim_isa::{AddrExpr, CtaParam, Inst, Lanes, OpTable, Program, ProgramBuilder, RegRange, Var};
 
 /// Builds one warp program of a kernel.
@@ -134,24 +136,26 @@ impl<'a> Code<'a> {
         v
     }
 
-    /// Adds a per-CTA parameter (a trip count or address term that differs between CTAs: causal
-    /// tiles, varlen requests) and returns its variable.
-    pub fn param(&mut self, p: CtaParam) -> Result<Var, String> {
-        Ok(Var::Param(self.b.add_param(p)?))
+    /// Adds a per-CTA parameter ([`CtaParam`]: affine in the CTA coordinates, the warp and the
+    /// earlier parameters, divided, clamped, optionally looked up in a table) and returns its
+    /// variable. The generators check their parameter count against the limit before.
+    pub fn param(&mut self, p: CtaParam) -> Var {
+        let k = self.b.add_param(p).expect("parameters within the limit and well formed");
+        Var::Param(k)
     }
 
-    /// Adds a lookup table for [`CtaParam::table`] (shared between the kernel's programs).
-    pub fn table(&mut self, t: std::sync::Arc<[i64]>) -> u32 {
+    /// Adds a lookup table for [`CtaParam::table`] and returns its index.
+    pub fn table(&mut self, t: Arc<[i64]>) -> u32 {
         self.b.add_table(t)
     }
 
-    /// Opens a loop of as many iterations as parameter `p` (from [`Code::param`]) says, possibly
-    /// none, and returns its counter variable.
-    pub fn begin_param(&mut self, p: Var) -> Result<Var, String> {
-        let Var::Param(k) = p else { return Err(format!("loop count {p:?} is not a parameter")) };
+    /// Opens a loop that runs `count` times, a parameter of this program (zero iterations allowed),
+    /// and returns its counter variable.
+    pub fn begin_param(&mut self, count: Var) -> Var {
+        let Var::Param(k) = count else { panic!("loop count {count:?} is not a parameter") };
         let v = Var::Loop(self.b.depth() as u8);
-        self.b.begin_loop_param(k)?;
-        Ok(v)
+        self.b.begin_loop_param(k).expect("loop depth within the limit, parameter defined");
+        v
     }
 
     pub fn end(&mut self) -> &mut Self {

@@ -232,19 +232,18 @@ fn split_program(
     let (ks, vs) = (pl.hk * pl.d * e, pl.hk * pl.dv * e);
     // Per-CTA parameters: the request's blocks, this split's count, loop bodies.
     let tab = c.table(table);
-    let n = c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaZ, 1) }).map_err(err)?;
+    let n = c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaZ, 1) });
     let cnt = c
         .param(CtaParam {
             lo: 0,
             hi: pl.nps as i64,
             ..CtaParam::constant(0).with(n, 1).with(Var::CtaX, -(pl.nps as i64))
-        })
-        .map_err(err)?;
+        });
     let per = pl.per_body as i64;
     let bodies =
-        c.param(CtaParam { offset: per - 1, div: per, lo: 0, ..CtaParam::default() }.with(cnt, 1)).map_err(err)?;
-    let first = c.param(CtaParam { offset: -1, lo: 0, ..CtaParam::default() }.with(bodies, 1)).map_err(err)?;
-    let last = c.param(CtaParam { lo: 0, hi: 1, ..CtaParam::default() }.with(bodies, 1)).map_err(err)?;
+        c.param(CtaParam { offset: per - 1, div: per, lo: 0, ..CtaParam::default() }.with(cnt, 1));
+    let first = c.param(CtaParam { offset: -1, lo: 0, ..CtaParam::default() }.with(bodies, 1));
+    let last = c.param(CtaParam { lo: 0, hi: 1, ..CtaParam::default() }.with(bodies, 1));
 
     // Row 0 of block `j` of this split (j counts blocks from the split's first), K or V.
     let kv_addr = |base: u64, stride: u64, head_bytes: u64, j: &Affine| -> Addr {
@@ -392,11 +391,11 @@ fn split_program(
         }
     };
     // All bodies but the last prefetch the next block's K; the last body (if any) does not.
-    let v = c.begin_param(first).map_err(err)?;
+    let v = c.begin_param(first);
     body(&mut c, Affine::konst(0).with(v, pl.per_body), true);
     c.op("IADD3", &[r(CNT)], &[r(CNT)]).op("ISETP.NE.AND", &[pred(1)], &[r(CNT)]).op("BRA", &[], &[pred(1)]);
     c.end();
-    c.begin_param(last).map_err(err)?;
+    c.begin_param(last);
     body(&mut c, Affine::konst(0).with(first, pl.per_body), false);
     c.end();
 

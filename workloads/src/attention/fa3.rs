@@ -314,9 +314,8 @@ fn tile_loop(c: &mut Code, pl: &Plan, g: &Geo) -> Result<(TileAt, bool), Workloa
         .param(
             CtaParam { offset: (pl.tiles + pl.grid - 1) as i64, div: pl.grid as i64, lo: 0, ..CtaParam::default() }
                 .with(Var::CtaX, -1),
-        )
-        .map_err(err)?;
-    let i = c.begin_param(n).map_err(err)?;
+        );
+    let i = c.begin_param(n);
     let q = Affine::konst(0).with(Var::CtaX, 1).with(i, pl.grid);
     // The tile's KV head is t / (m_blocks·group), taken as t·head_bytes/(m_blocks·group).
     let per = |head: u64| (head / (pl.m_blocks * pl.group)).next_multiple_of(128);
@@ -349,22 +348,22 @@ fn kv_steps(
         }
         Count::Table(t) => {
             let tab = c.table(t.clone());
-            let n = c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaX, 1) }).map_err(err)?;
+            let n = c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaX, 1) });
             let pairs =
-                c.param(CtaParam { offset: -1, div: 2, lo: 0, ..CtaParam::default() }.with(n, 1)).map_err(err)?;
-            let odd = c.param(CtaParam::constant(-1).with(n, 1).with(pairs, -2)).map_err(err)?;
-            let even = c.param(CtaParam::constant(1).with(odd, -1)).map_err(err)?;
-            let v = c.begin_param(pairs).map_err(err)?;
+                c.param(CtaParam { offset: -1, div: 2, lo: 0, ..CtaParam::default() }.with(n, 1));
+            let odd = c.param(CtaParam::constant(-1).with(n, 1).with(pairs, -2));
+            let even = c.param(CtaParam::constant(1).with(odd, -1));
+            let v = c.begin_param(pairs);
             step(c, &Affine::konst(1).with(v, 2), 1);
             step(c, &Affine::konst(2).with(v, 2), 0);
             c.end();
             // j = n−1 is odd when `odd` is 1: then the last block is in stage 1, else stage 0.
             let j_last = Affine::konst(u64::MAX).with(n, 1);
-            c.begin_param(odd).map_err(err)?;
+            c.begin_param(odd);
             step(c, &Affine::konst(1).with(pairs, 2), 1);
             last(c, &j_last, 1);
             c.end();
-            c.begin_param(even).map_err(err)?;
+            c.begin_param(even);
             last(c, &j_last, 0);
             c.end();
         }

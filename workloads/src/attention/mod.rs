@@ -24,7 +24,10 @@
 //! where [`Tensors`] puts them, so every pass of a trace agrees on the addresses.
 
 pub mod decode;
+pub mod fa2;
+pub mod fa2_bwd;
 pub mod fa3;
+mod sm80;
 mod spec;
 mod tensors;
 
@@ -69,9 +72,9 @@ pub fn generate(spec: &AttnSpec, arch: &Arch) -> Result<Attention, WorkloadError
 
 /// The kernels of `recipe` for `spec`'s passes.
 fn build(recipe: Recipe, spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
-    let _ = (spec, arch);
     match recipe {
-        Recipe::Fa2 | Recipe::Standard => Err(not_built(recipe, "part A")),
+        Recipe::Fa2 => passes(spec, arch, fa2::forward, Some(fa2_bwd::backward)),
+        Recipe::Standard => Err(not_built(recipe, "part A")),
         Recipe::Fa3 => passes(spec, arch, fa3::fwd, None),
         Recipe::Decode => passes(spec, arch, decode::fwd, None),
         Recipe::MlaDecode => Err(not_built(recipe, "part B")),
