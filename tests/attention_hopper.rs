@@ -109,3 +109,44 @@ fn gqa_decode_reads_proportionally_fewer_kv_bytes() {
     // Four query heads share each KV head: a quarter of the KV bytes (Q and O are small).
     assert!((3.6..=4.1).contains(&ratio), "MHA/GQA DRAM bytes = {ratio:.2}");
 }
+
+#[test]
+fn fa3_beats_fa2_on_hopper_by_about_the_published_margin() {
+    // FlashAttention-3 (Shah et al. 2024, arXiv 2407.08608, abstract): 1.5–2.0× FlashAttention-2
+    // in the FP16 forward on H100. One non-causal d = 128 case at seqlen 2k.
+    let arch = h100();
+    let fa3 = AttnSpec { batch: 2, ..fa3_case(2048, 128, false) };
+    let fa2 = AttnSpec { recipe: Some(Recipe::Fa2), ..fa3.clone() };
+    let (t3, t2) = (tflops(&fa3, &arch), tflops(&fa2, &arch));
+    let ratio = t3 / t2;
+    assert!((1.4..=2.2).contains(&ratio), "FA3 {t3:.0} vs FA2 {t2:.0} TFLOP/s: {ratio:.2}×");
+}
+
+#[test]
+fn mla_decode_reads_the_latent_cache_once() {
+    // V is the first 512 columns of the cached 576-wide K tile: the cache crosses HBM once
+    // (FlashMLA's byte convention), not once for K and once for V. 16 query heads (DeepSeek's
+    // 128 over 8-way tensor parallelism) over one latent KV head, 64-token pages.
+    let arch = h100();
+    let spec = AttnSpec {
+        batch: 32,
+        heads: 16,
+        kv_heads: 1,
+        seqlen: 1,
+        seqlen_kv: 4096,
+        headdim: 576,
+        headdim_v: 512,
+        page_size: Some(64),
+        recipe: Some(Recipe::MlaDecode),
+        ..AttnSpec::default()
+    };
+    let a = attention::generate(&spec, &arch).unwrap();
+    assert_eq!(a.trace.kernels.len(), 2, "main kernel and combine");
+    let (r, _) = sim(&spec, &arch);
+    let dram = dram_bytes(&r) as f64;
+    let kv = a.kv_bytes as f64;
+    assert!(dram > kv && dram < 1.15 * kv, "{dram} B through DRAM for {kv} B of latent cache");
+    // At least 1 TB/s of latent cache, though below FlashMLA's ~3 TB/s on H800 (mla.rs says why).
+    let gbps = kv / (r.time_us * 1e3);
+    assert!(gbps > 1000.0, "{gbps:.0} GB/s");
+}

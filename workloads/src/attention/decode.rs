@@ -233,15 +233,13 @@ fn split_program(
     // Per-CTA parameters: the request's blocks, this split's count, loop bodies.
     let tab = c.table(table);
     let n = c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaZ, 1) });
-    let cnt = c
-        .param(CtaParam {
-            lo: 0,
-            hi: pl.nps as i64,
-            ..CtaParam::constant(0).with(n, 1).with(Var::CtaX, -(pl.nps as i64))
-        });
+    let cnt = c.param(CtaParam {
+        lo: 0,
+        hi: pl.nps as i64,
+        ..CtaParam::constant(0).with(n, 1).with(Var::CtaX, -(pl.nps as i64))
+    });
     let per = pl.per_body as i64;
-    let bodies =
-        c.param(CtaParam { offset: per - 1, div: per, lo: 0, ..CtaParam::default() }.with(cnt, 1));
+    let bodies = c.param(CtaParam { offset: per - 1, div: per, lo: 0, ..CtaParam::default() }.with(cnt, 1));
     let first = c.param(CtaParam { offset: -1, lo: 0, ..CtaParam::default() }.with(bodies, 1));
     let last = c.param(CtaParam { lo: 0, hi: 1, ..CtaParam::default() }.with(bodies, 1));
 

@@ -310,11 +310,10 @@ fn tile_loop(c: &mut Code, pl: &Plan, g: &Geo) -> Result<(TileAt, bool), Workloa
         return Ok((TileAt { q, k: kv(g.k_head), v: kv(g.v_head) }, false));
     }
     // Static persistent: tile t = x + grid·i for i < ceil((tiles − x)/grid).
-    let n = c
-        .param(
-            CtaParam { offset: (pl.tiles + pl.grid - 1) as i64, div: pl.grid as i64, lo: 0, ..CtaParam::default() }
-                .with(Var::CtaX, -1),
-        );
+    let n = c.param(
+        CtaParam { offset: (pl.tiles + pl.grid - 1) as i64, div: pl.grid as i64, lo: 0, ..CtaParam::default() }
+            .with(Var::CtaX, -1),
+    );
     let i = c.begin_param(n);
     let q = Affine::konst(0).with(Var::CtaX, 1).with(i, pl.grid);
     // The tile's KV head is t / (m_blocks·group), taken as t·head_bytes/(m_blocks·group).
@@ -349,8 +348,7 @@ fn kv_steps(
         Count::Table(t) => {
             let tab = c.table(t.clone());
             let n = c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaX, 1) });
-            let pairs =
-                c.param(CtaParam { offset: -1, div: 2, lo: 0, ..CtaParam::default() }.with(n, 1));
+            let pairs = c.param(CtaParam { offset: -1, div: 2, lo: 0, ..CtaParam::default() }.with(n, 1));
             let odd = c.param(CtaParam::constant(-1).with(n, 1).with(pairs, -2));
             let even = c.param(CtaParam::constant(1).with(odd, -1));
             let v = c.begin_param(pairs);

@@ -27,6 +27,7 @@ pub mod decode;
 pub mod fa2;
 pub mod fa2_bwd;
 pub mod fa3;
+pub mod mla;
 mod sm80;
 mod spec;
 mod tensors;
@@ -77,7 +78,7 @@ fn build(recipe: Recipe, spec: &AttnSpec, arch: &Arch) -> Result<Trace, Workload
         Recipe::Standard => Err(not_built(recipe, "part A")),
         Recipe::Fa3 => passes(spec, arch, fa3::fwd, None),
         Recipe::Decode => passes(spec, arch, decode::fwd, None),
-        Recipe::MlaDecode => Err(not_built(recipe, "part B")),
+        Recipe::MlaDecode => passes(spec, arch, mla::fwd, None),
     }
 }
 
