@@ -111,8 +111,8 @@ pub fn plan(spec: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
         )));
     }
     let bn: u64 = match d {
-        ..=64 => 256,
-        ..=128 => 128,
+        0..=64 => 256,
+        65..=128 => 128,
         _ => 64,
     };
     let page = spec.page_size.map(u64::from);

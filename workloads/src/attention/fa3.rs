@@ -62,23 +62,23 @@ use crate::params::WorkloadError;
 pub fn tile(d: u64, dv: u64, causal: bool, fp8: bool) -> (u64, u64, bool) {
     if fp8 {
         return match d {
-            ..=64 => (192, 160, true),
-            ..=96 => (192, 128, true),
-            ..=128 => (128, 224, true),
-            ..=192 => (128, 160, true),
+            0..=64 => (192, 160, true),
+            65..=96 => (192, 128, true),
+            97..=128 => (128, 224, true),
+            129..=192 => (128, 160, true),
             _ => (128, 128, true),
         };
     }
     match d {
-        ..=64 if dv == 512 => (64, 64, true),
-        ..=64 if dv == 256 => (128, 96, true),
-        ..=64 if causal => (192, 128, true),
-        ..=64 => (192, 192, false),
-        ..=96 => (192, 144, false),
-        ..=128 if causal => (128, 128, true),
-        ..=128 => (128, 176, true),
-        ..=192 if dv > 128 => (128, 112, true),
-        ..=192 => (128, 128, true),
+        0..=64 if dv == 512 => (64, 64, true),
+        0..=64 if dv == 256 => (128, 96, true),
+        0..=64 if causal => (192, 128, true),
+        0..=64 => (192, 192, false),
+        65..=96 => (192, 144, false),
+        97..=128 if causal => (128, 128, true),
+        97..=128 => (128, 176, true),
+        129..=192 if dv > 128 => (128, 112, true),
+        129..=192 => (128, 128, true),
         _ => (128, 80, true),
     }
 }
@@ -424,9 +424,7 @@ fn producer(pl: &Plan, g: &Geo, ops: &mut OpTable, count: &Count) -> Result<Prog
     c.op("S2R", &[r(TID)], &[]).op("MOV", &[r(TX)], &[]).op("MOV", &[r(PHASE)], &[]);
     c.set_mask(1);
     let consumers = (4 * pl.cons) as i32;
-    for (b, n) in [(Bar::QFull, 1)] {
-        c.mem_imm("SYNCS.EXCH.64", &[], &[urr(4, 2)], mbar(pl, b, 0), n);
-    }
+    c.mem_imm("SYNCS.EXCH.64", &[], &[urr(4, 2)], mbar(pl, Bar::QFull, 0), 1);
     for st in 0..2 {
         for (b, n) in [(Bar::KFull, 1), (Bar::KEmpty, consumers), (Bar::VFull, 1), (Bar::VEmpty, consumers)] {
             c.mem_imm("SYNCS.EXCH.64", &[], &[urr(4, 2)], mbar(pl, b, st), n);

@@ -323,7 +323,7 @@ fn wg_program(pl: &Plan, t: &Tensors, ops: &mut OpTable, wg: u64) -> Program {
     for q in 0..64u64 {
         let (h, cg) = (q % 2, q / 2);
         let val = rr(O_ACC + (2 * q) as u8 % 128, 2);
-        c.mem_lanes("STG.E.64", &[], &[r(TID), val], base.plus(8 * h as u64 * row_bytes as u64 + 32 * cg), &lanes);
+        c.mem_lanes("STG.E.64", &[], &[r(TID), val], base.plus(8 * h * row_bytes as u64 + 32 * cg), &lanes);
     }
     c.op("EXIT", &[], &[]);
     c.finish()
