@@ -27,6 +27,7 @@ pub mod fa2;
 pub mod fa2_bwd;
 mod sm80;
 mod spec;
+mod standard;
 mod tensors;
 
 use gpusim_configs::Arch;
@@ -72,7 +73,7 @@ pub fn generate(spec: &AttnSpec, arch: &Arch) -> Result<Attention, WorkloadError
 fn build(recipe: Recipe, spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
     match recipe {
         Recipe::Fa2 => passes(spec, arch, fa2::forward, Some(fa2_bwd::backward)),
-        Recipe::Standard => Err(not_built(recipe, "part A")),
+        Recipe::Standard => passes(spec, arch, standard::forward, Some(standard::backward)),
         Recipe::Fa3 | Recipe::Decode | Recipe::MlaDecode => Err(not_built(recipe, "part B")),
     }
 }
