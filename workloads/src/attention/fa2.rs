@@ -155,7 +155,7 @@ fn plan(s: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
     let threads = 32 * t.warps;
     let ms = t.block_m / (16 * t.warps);
     let (nn, nd) = (t.block_n / 8, d / 8);
-    let even = s.varlen.is_none() && s.seqlen % t.block_m == 0 && s.seqlen_kv() % t.block_n == 0;
+    let even = s.varlen.is_none() && s.seqlen.is_multiple_of(t.block_m) && s.seqlen_kv().is_multiple_of(t.block_n);
     let mask_steps = if s.causal { t.block_m.div_ceil(t.block_n) + u64::from(!even) } else { u64::from(!even) };
     let rows = 2 * ms as u8;
     let base = 16u8;

@@ -144,7 +144,7 @@ fn load_tile(c: &mut Code, src: Addr, rows: u64, row_bytes: u64, pitch: u64, dst
     let n = copies_per_thread(rows, row_bytes, THREADS);
     let l = lanes(row_bytes, pitch);
     for i in 0..n {
-        let a = src.clone().plus(i * THREADS / cpr * pitch).term(Var::Warp, (32 / cpr * pitch) as i64);
+        let a = src.plus(i * THREADS / cpr * pitch).term(Var::Warp, (32 / cpr * pitch) as i64);
         c.mem_lanes("LDG.E.128", &[rr(dst + 4 * (i % 8) as u8, 4)], &[rr(2, 2)], a, &l);
     }
     n
@@ -176,7 +176,7 @@ fn dot_do_o(s: &AttnSpec, tens: &Tensors, sm: u32) -> Result<KernelTrace, Worklo
         .term(Var::Warp, (rows_per_warp * 4) as i64);
     for i in 0..PRE_ROWS.div_ceil(WARPS * rows_per_warp) {
         let lanes_d: Vec<i64> = (0..32).map(|l| (l / threads_per_row * 4) as i64).collect();
-        c.mem_lanes("STG.E", &[], &[rr(2, 2), r(12)], dq_rows.clone().plus(i * WARPS * rows_per_warp * 4), &lanes_d);
+        c.mem_lanes("STG.E", &[], &[rr(2, 2), r(12)], dq_rows.plus(i * WARPS * rows_per_warp * 4), &lanes_d);
     }
     // Zero dQaccum's rows of this block: [b, sq_r, h, d_r] fp32.
     let dr = d.next_multiple_of(DQ_COL_ROUND);
@@ -187,7 +187,7 @@ fn dot_do_o(s: &AttnSpec, tens: &Tensors, sm: u32) -> Result<KernelTrace, Worklo
         store_tile(&mut c, acc, PRE_ROWS, dr * 4, pa, THREADS, 16);
     } else {
         // d_r·4 = 1024 (d = 256): two halves of 512 B.
-        store_tile(&mut c, acc.clone(), PRE_ROWS, 512, pa, THREADS, 16);
+        store_tile(&mut c, acc, PRE_ROWS, 512, pa, THREADS, 16);
         store_tile(&mut c, acc.plus(512), PRE_ROWS, 512, pa, THREADS, 16);
     }
     c.op("EXIT", &[], &[]);
@@ -208,7 +208,7 @@ fn convert_dq(s: &AttnSpec, tens: &Tensors, sm: u32) -> Result<KernelTrace, Work
     let n = if d * 4 <= 512 {
         load_tile(&mut c, acc, PRE_ROWS, d * 4, pa, 16)
     } else {
-        load_tile(&mut c, acc.clone(), PRE_ROWS, 512, pa, 16) + load_tile(&mut c, acc.plus(512), PRE_ROWS, 512, pa, 48)
+        load_tile(&mut c, acc, PRE_ROWS, 512, pa, 16) + load_tile(&mut c, acc.plus(512), PRE_ROWS, 512, pa, 48)
     };
     for i in 0..n * 4 {
         let x = r(16 + (i % 64) as u8);
@@ -312,7 +312,7 @@ fn dq_dk_dv(s: &AttnSpec, t: &BwdTile, tens: &Tensors, sm: u32, smem: u64) -> Re
     let pq = pitch(s.heads, d, e);
     let pkv = pitch(s.kv_heads(), d, e);
     let tiles_n = s.seqlen_kv().div_ceil(bn);
-    let even = s.varlen.is_none() && s.seqlen % bm == 0 && s.seqlen_kv() % bn == 0;
+    let even = s.varlen.is_none() && s.seqlen.is_multiple_of(bm) && s.seqlen_kv().is_multiple_of(bn);
     let mask_steps = if s.causal { bn.div_ceil(bm) + u64::from(!even) } else { u64::from(!even) };
     // Shared memory: Q buffers, dO, K, V, P, dS.
     let q_bufs = if t.double_buffer { 2 } else { 1 };

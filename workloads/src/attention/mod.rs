@@ -30,6 +30,7 @@ pub mod fa3;
 pub mod mla;
 mod sm80;
 mod spec;
+mod standard;
 mod tensors;
 
 use gpusim_configs::Arch;
@@ -75,16 +76,11 @@ pub fn generate(spec: &AttnSpec, arch: &Arch) -> Result<Attention, WorkloadError
 fn build(recipe: Recipe, spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
     match recipe {
         Recipe::Fa2 => passes(spec, arch, fa2::forward, Some(fa2_bwd::backward)),
-        Recipe::Standard => Err(not_built(recipe, "part A")),
+        Recipe::Standard => passes(spec, arch, standard::forward, Some(standard::backward)),
         Recipe::Fa3 => passes(spec, arch, fa3::fwd, None),
         Recipe::Decode => passes(spec, arch, decode::fwd, None),
         Recipe::MlaDecode => passes(spec, arch, mla::fwd, None),
     }
-}
-
-/// The error of a recipe whose generator is not in this build yet.
-fn not_built(recipe: Recipe, by: &str) -> WorkloadError {
-    WorkloadError(format!("recipe {recipe} is built by {by} and not in this build yet"))
 }
 
 /// The kernels of `spec.pass`: `fwd`'s, then `bwd`'s (the error names the recipe when it has no

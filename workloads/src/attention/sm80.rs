@@ -36,7 +36,7 @@ pub(crate) fn copy_tile(c: &mut Code, src: Addr, rows: u64, row_bytes: u64, pitc
     let lanes = row_lanes(row_bytes, pitch);
     for i in 0..per_thread {
         let first_row = i * threads / cpr;
-        let addr = src.clone().plus(first_row * pitch).term(Var::Warp, (rows_per_warp_inst * pitch) as i64);
+        let addr = src.plus(first_row * pitch).term(Var::Warp, (rows_per_warp_inst * pitch) as i64);
         c.mem_lanes("LDGSTS.E.BYPASS.128", &[], &[r(regs.0), rr(regs.1, 2)], addr, &lanes);
     }
 }
@@ -55,7 +55,7 @@ pub(crate) fn store_tile(c: &mut Code, dst: Addr, rows: u64, row_bytes: u64, pit
     let lanes = row_lanes(row_bytes, pitch);
     for i in 0..per_thread {
         let first_row = i * threads / cpr;
-        let addr = dst.clone().plus(first_row * pitch).term(Var::Warp, (rows_per_warp_inst * pitch) as i64);
+        let addr = dst.plus(first_row * pitch).term(Var::Warp, (rows_per_warp_inst * pitch) as i64);
         c.mem_lanes("STG.E.128", &[], &[rr(2, 2), rr(vals.wrapping_add((4 * i) as u8), 4)], addr, &lanes);
     }
 }
