@@ -43,7 +43,8 @@ fn print_fa3_cases() {
     for d in [64, 128] {
         for causal in [false, true] {
             for s in [512u64, 1024, 2048, 4096, 8192, 16384] {
-                if std::env::var("FA3_S").is_ok_and(|v| v.parse::<u64>().ok() != Some(s)) {
+                let skip = |var: &str, x: u64| std::env::var(var).is_ok_and(|v| v.parse::<u64>().ok() != Some(x));
+                if skip("FA3_S", s) || skip("FA3_D", d) {
                     continue;
                 }
                 let spec = fa3_case(s, d, causal);
