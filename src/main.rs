@@ -1,6 +1,7 @@
 //! The `gpusim` command line: the only part of gpusim that prints or touches files.
 
 mod arch_cmd;
+mod attention_cmd;
 mod bench;
 mod calibrate_cmd;
 mod correlate_cmd;

@@ -30,6 +30,9 @@ pub enum TraceCmd {
     /// Write the trace of a GEMM recipe (Ampere multistage or Hopper warp-specialised) for a
     /// problem.
     Gemm(crate::gemm_cmd::GemmArgs),
+    /// Write the trace of an attention recipe (FlashAttention-2/-3, decode, MLA decode, unfused)
+    /// for a problem.
+    Attention(crate::attention_cmd::AttentionArgs),
     /// List the generators, or one generator's parameters (name, description, unit, default,
     /// valid range).
     Params { name: Option<String> },
@@ -162,6 +165,7 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
     match cmd {
         TraceCmd::Ubench(args) => crate::ubench_cmd::ubench(args),
         TraceCmd::Gemm(args) => crate::gemm_cmd::gemm(args),
+        TraceCmd::Attention(args) => crate::attention_cmd::attention(args),
         TraceCmd::Params { name } => crate::ubench_cmd::params(name),
         TraceCmd::Generator(args) => crate::ubench_cmd::external(args),
         TraceCmd::Convert { input, output, to } => {

@@ -1,5 +1,5 @@
 //! `gpusim correlate` end to end, on a small synthetic reference file: three cheap latency
-//! cases, one small GEMM, one attention case (not simulated, listed with its reason).
+//! cases, one small GEMM, one attention case (naming no implementation: not simulated, listed with its reason).
 
 mod common;
 
@@ -136,7 +136,7 @@ fn correlate_prints_the_table_and_writes_json_csv_and_markdown() {
     }
     assert!(out.contains("h100-sxm5-80gb") && out.contains("h800-pcie"), "{out}");
     assert!(out.contains("MAPE") && out.contains("Spearman") && out.contains("worst cases"), "{out}");
-    assert!(out.contains("t-attn") && out.contains("no attention workload"), "attention is listed:\n{out}");
+    assert!(out.contains("t-attn") && out.contains("names no impl"), "attention is listed with its reason:\n{out}");
 
     // JSON: provenance, per-case fields, statistics.
     let p = &v["provenance"];
@@ -168,7 +168,7 @@ fn correlate_prints_the_table_and_writes_json_csv_and_markdown() {
     }
     let a = case(&v, "t-attn");
     assert_eq!(a["status"], "skipped");
-    assert!(a["reason"].as_str().unwrap().contains("attention"));
+    assert!(a["reason"].as_str().unwrap().contains("no impl"), "{a}");
     let sum = &v["summary"];
     assert_eq!(sum["overall"]["n"], 4);
     for f in ["mape", "median_abs_error", "pearson_log", "spearman_log", "weighted_abs_log_error"] {

@@ -16,6 +16,7 @@
 //! every op id is in the table). Every reader error names file, line and column.
 
 pub mod accelsim;
+pub mod barrier;
 pub mod binary;
 pub mod cursor;
 pub mod diag;
@@ -28,6 +29,7 @@ pub mod reg;
 pub mod source;
 pub mod text;
 
+pub use barrier::{BarrierOperand, NAMED_BARRIERS};
 pub use cursor::Cursor;
 pub use error::{Location, TraceError, TraceErrorKind};
 pub use kernel::{CtaLayout, CtaTrace, Dim3, KernelInfo, KernelTrace, OpTable, Trace};

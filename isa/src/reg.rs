@@ -53,6 +53,11 @@ impl Reg {
         self.0 == u16::MAX
     }
 
+    /// Whether this is a general (per-thread) register `R0`..`R254`.
+    pub const fn is_general(self) -> bool {
+        self.0 < UR_BASE
+    }
+
     pub const fn index(self) -> usize {
         self.0 as usize
     }

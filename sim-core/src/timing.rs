@@ -74,6 +74,9 @@ pub struct OpTiming {
     /// Shared-memory operand bytes one warp's share of a warpgroup MMA reads (A and B from
     /// shared memory, a quarter each per warp); 0 for other instructions.
     pub smem_operand_bytes: u64,
+    /// The B operand's part of it: what the warp reads when A comes from registers (the RS form,
+    /// `HGMMA ... R_acc, R_a, gdesc[UR_b]`).
+    pub smem_b_bytes: u64,
     pub known: bool,
 }
 
@@ -136,6 +139,7 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
 
     let mut tensor_flops = 0;
     let mut smem_operand_bytes = 0;
+    let mut smem_b_bytes = 0;
     if let Some(shape) = d.tensor {
         if d.semantics == Semantics::WgmmaAsync {
             let elem = match shape.input {
@@ -149,6 +153,7 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
             };
             let whole = (shape.m as f64 + shape.n as f64) * shape.k as f64 * elem;
             smem_operand_bytes = (whole / 4.0).ceil() as u64;
+            smem_b_bytes = (shape.n as f64 * shape.k as f64 * elem / 4.0).ceil() as u64;
         }
         let whole = shape.flops();
         // A warpgroup MMA is issued by each of the 4 warps of the group; each warp's share is a quarter.
@@ -193,6 +198,7 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         flops_per_lane: cuda_core_flops(d),
         tensor_flops,
         smem_operand_bytes,
+        smem_b_bytes,
         known: d.known,
     }
 }

@@ -349,3 +349,41 @@ fn register_allocation_beyond_the_ctas_registers_is_reported_not_hung() {
         "{msg}"
     );
 }
+
+/// `n` chained HGMMA.64x256x16 (bf16) of one warpgroup on a chip whose shared-memory port moves
+/// 32 B/cycle, with A from shared memory (SS) or from registers R200..R203 (RS).
+fn wgmma_port_cycles(n: u32, a_in_regs: bool) -> u64 {
+    let mut a = arch(1);
+    a.l1.bandwidth = gpusim_configs::BytesPerCycle(32.0);
+    let mut kb = KB::new("wgmma_port", 1, 128);
+    let mut b = ProgramBuilder::new("p");
+    let fence = kb.inst("WARPGROUP.ARRIVE", None, &[]);
+    b.inst(fence);
+    for _ in 0..n {
+        let mut h = kb.inst("HGMMA.64x256x16.F32.BF16", None, &[]);
+        h.dst[0] = gpusim_isa::RegRange::new(gpusim_isa::Reg::r(24), 128);
+        h.src[0] = gpusim_isa::RegRange::new(gpusim_isa::Reg::r(24), 128);
+        if a_in_regs {
+            h.src[1] = gpusim_isa::RegRange::new(gpusim_isa::Reg::r(200), 4);
+        }
+        b.inst(h);
+    }
+    let mut wait = kb.inst("WARPGROUP.DEPBAR.LE", None, &[]);
+    wait.imm = 0;
+    let exit = kb.inst("EXIT", None, &[]);
+    b.inst(wait).inst(exit);
+    let p = kb.program(b.finish().unwrap());
+    kb.all_warps(p);
+    run1(&a, kb.build()).kernels[0].cycles
+}
+
+#[test]
+fn warpgroup_mma_operands_from_shared_memory_occupy_the_port() {
+    // SS: each warp's quarter of A (64×16) and B (256×16) bf16 is 2560 B, 80 cycles at 32 B/cycle;
+    // four warps, 320 cycles per instruction, more than the 128 of the tensor rate.
+    let ss = wgmma_port_cycles(16, false) - wgmma_port_cycles(8, false);
+    assert_eq!(ss, 8 * 320);
+    // RS: only B, 2048 B per warp, 64 cycles, 256 per instruction.
+    let rs = wgmma_port_cycles(16, true) - wgmma_port_cycles(8, true);
+    assert_eq!(rs, 8 * 256);
+}

@@ -10,6 +10,8 @@
 //!   ([`memory_cases::Plan`]) or to an explicit reason why none applies; running a plan gives the
 //!   simulated value in the case's metric. [`memory_cases::latency_sweep`] gives simulated
 //!   pointer-chase latency against footprint.
+//! - [`attention_cases`]: attention cases as simulations (the case's problem, the workloads
+//!   crate's recipe for its implementation, FlashAttention's FLOP convention).
 //! - [`gemm_cases`]: GEMM cases as simulations (shape and dtype of the case, the workloads
 //!   crate's default recipe, TFLOP/s = 2·M·N·K·batch / simulated time).
 //! - [`nsight`]: Nsight Compute CSV exports (raw and details pages) read into launches, and
@@ -38,6 +40,7 @@
 //! Like the rest of the workspace apart from the binary, this crate prints nothing; it reads the
 //! measurement and trace files it is asked to read.
 
+pub mod attention_cases;
 pub mod calibrate;
 pub mod case;
 pub mod correlate;

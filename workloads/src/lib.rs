@@ -7,8 +7,9 @@
 //!
 //! So far: [`ubench`], the microbenchmarks behind published latency and bandwidth measurements
 //! (pointer chase, STREAM, L2 bandwidth, shared-memory bank conflicts, cp.async/TMA pipelines,
-//! distributed shared memory), and [`gemm`], the GEMM recipes (Ampere multistage, Hopper
-//! warp-specialised, split-K, block-scaled fp8). Attention and MoE generators are to come.
+//! distributed shared memory), [`gemm`], the GEMM recipes (Ampere multistage, Hopper
+//! warp-specialised, split-K, block-scaled fp8), and [`attention`] (FlashAttention-2/-3, decode,
+//! MLA decode, unfused attention). MoE generators are to come.
 //!
 //! ## Invariants
 //! - **Pure.** Generators do no I/O and read no clock or environment; a chip description
@@ -32,6 +33,7 @@
 //! materialised or lazy: [`registry::LazySource`]). See ARCHITECTURE.md for adding a recipe.
 
 pub mod asm;
+pub mod attention;
 pub mod gemm;
 pub mod params;
 pub mod registry;

@@ -23,6 +23,7 @@ fn small(name: &str) -> Vec<(String, String)> {
         n if n.starts_with("stream-") => kv(&[("bytes_per_array", "4 MiB")]),
         "l2-read" => kv(&[("footprint_bytes", "1 MiB"), ("total_bytes_read", "8 MiB")]),
         "gemm" => kv(&[("m", "512"), ("n", "512"), ("k", "256")]),
+        "attention" => kv(&[("recipe", "fa2"), ("seqlen", "256"), ("heads", "2"), ("causal", "true")]),
         _ => Vec::new(),
     }
 }

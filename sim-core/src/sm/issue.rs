@@ -164,9 +164,14 @@ impl Sm {
                 self.w.cursor[s].advance();
                 return self.fetch(s, now, until, StallReason::Membar, k, done);
             }
-            OpKind::BarrierArrive => {}
+            OpKind::BarrierArrive => {
+                let cs = self.w.cta_slot[s] as usize;
+                let b = gpusim_isa::BarrierOperand::from_imm(inst.imm);
+                self.arrive_barrier(cs, b.id, b.warps(), now);
+            }
             OpKind::BarrierSync => {
                 let cs = self.w.cta_slot[s] as usize;
+                let b = gpusim_isa::BarrierOperand::from_imm(inst.imm);
                 self.w.cursor[s].advance();
                 self.fetch(s, now, now + 1, StallReason::Barrier, k, done)?;
                 if self.w.phase[s] == Phase::Running {
@@ -176,15 +181,23 @@ impl Sm {
                     self.w.ready_at[s] = u64::MAX;
                     self.w.wait_reason[s] = StallReason::Barrier;
                     self.w.acct_from[s] = now + 1;
-                    self.ctas[cs].at_barrier += 1;
-                    self.try_release_barrier(cs, now);
+                    self.w.bar_id[s] = b.id;
+                    self.arrive_barrier(cs, b.id, b.warps(), now);
+                } else if b.threads > 0 {
+                    // The warp's last instruction: it still arrives at a counted barrier (a
+                    // CTA-wide one counts it as arrived by its exit).
+                    self.arrive_barrier(cs, b.id, b.warps(), now);
                 }
                 return Ok(());
             }
             OpKind::WgmmaAsync => {
                 // The tensor cores read their shared-memory operands (A: m×k, B: n×k, shared by
-                // the warpgroup's four warps) through the SM's shared-memory data port.
-                let bytes = t.smem_operand_bytes;
+                // the warpgroup's four warps) through the SM's shared-memory data port. A source
+                // of general registers other than the accumulator is A in registers (RS): then
+                // only B comes from shared memory.
+                let acc = inst.dst[0];
+                let a_in_regs = inst.src.iter().any(|r| !r.is_none() && r.first.is_general() && *r != acc);
+                let bytes = if a_in_regs { t.smem_b_bytes } else { t.smem_operand_bytes };
                 if bytes > 0 {
                     let occ = ((bytes as f64 / self.p.l1_bytes_per_cycle).ceil() as u64).max(1);
                     let start = self.port_free.max(now);

@@ -49,6 +49,14 @@ struct SubCore {
     order: Vec<u16>,
 }
 
+/// One of a CTA's hardware barriers: warps arrived in the current generation, and the warps
+/// that complete it (0: every live warp of the CTA, which is how exited warps count as arrived).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NamedBar {
+    arrived: u32,
+    expected: u32,
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CtaSlot {
     active: bool,
@@ -56,8 +64,8 @@ pub(crate) struct CtaSlot {
     coord: Dim3,
     slots: Vec<u16>,
     live_warps: u32,
-    /// Warps waiting at the CTA barrier.
-    at_barrier: u32,
+    /// The CTA's hardware barriers (`BAR.SYNC id, n`, `BAR.ARV id, n`).
+    bars: [NamedBar; gpusim_isa::NAMED_BARRIERS],
     done_at: u64,
     /// Completion of every bulk/TMA copy issued by the CTA so far (what an mbarrier wait
     /// waits for in this model).
@@ -266,7 +274,7 @@ impl Sm {
         c.kernel = kidx;
         c.coord = cta.coord;
         c.live_warps = cta.warps.len() as u32;
-        c.at_barrier = 0;
+        c.bars = Default::default();
         c.done_at = now;
         c.bulk_done = 0;
         c.mbars.clear();
@@ -476,7 +484,12 @@ impl Sm {
         if c.live_warps == 0 {
             done.push(CtaDone { at: c.done_at, sm: self.id, cta_slot: cs as u16 });
         } else {
-            self.try_release_barrier(cs, now);
+            // A CTA-wide barrier waits for one warp fewer now.
+            for id in 0..gpusim_isa::NAMED_BARRIERS {
+                if self.ctas[cs].bars[id].expected == 0 {
+                    self.try_release_barrier(cs, id, now);
+                }
+            }
         }
     }
 
@@ -498,16 +511,30 @@ impl Sm {
         }
     }
 
-    /// Releases the CTA barrier when every live warp has arrived (exited warps count as arrived).
-    fn try_release_barrier(&mut self, cs: usize, now: u64) {
+    /// A warp of CTA `cs` arrives at barrier `id`, which `warps` warps complete (0: every live
+    /// warp); releases the barrier if that completes it.
+    fn arrive_barrier(&mut self, cs: usize, id: u8, warps: u32, now: u64) {
+        let b = &mut self.ctas[cs].bars[id as usize];
+        b.arrived += 1;
+        // Every participant names the same count (PTX requires it); the latest one is kept.
+        b.expected = warps;
+        self.try_release_barrier(cs, id as usize, now);
+    }
+
+    /// Releases barrier `id` of CTA `cs` when the warps that complete it have arrived (for a
+    /// CTA-wide barrier: every live warp; exited warps count as arrived). Arrivals beyond the
+    /// count (a `BAR.ARV` for the next generation) carry over.
+    fn try_release_barrier(&mut self, cs: usize, id: usize, now: u64) {
         let c = &self.ctas[cs];
-        if c.at_barrier == 0 || c.at_barrier < c.live_warps {
+        let b = c.bars[id];
+        let need = if b.expected == 0 { c.live_warps } else { b.expected };
+        if b.arrived == 0 || b.arrived < need {
             return;
         }
-        self.ctas[cs].at_barrier = 0;
+        self.ctas[cs].bars[id].arrived = b.arrived - need.min(b.arrived);
         for i in 0..self.ctas[cs].slots.len() {
             let s = self.ctas[cs].slots[i] as usize;
-            if self.w.phase[s] == Phase::Barrier {
+            if self.w.phase[s] == Phase::Barrier && self.w.bar_id[s] as usize == id {
                 self.w.phase[s] = Phase::Running;
                 let at = self.w.held_ready[s].max(now + 1);
                 self.wake_warp(s, at);
@@ -535,7 +562,12 @@ impl Sm {
                         "{need} registers from its CTA's pool, which holds {free} (USETMAXREG asks for more than was released)"
                     )
                 }
-                Phase::Barrier => format!("a CTA barrier ({} of {} live warps arrived)", c.at_barrier, c.live_warps),
+                Phase::Barrier => {
+                    let id = self.w.bar_id[s] as usize;
+                    let b = c.bars[id];
+                    let need = if b.expected == 0 { c.live_warps } else { b.expected };
+                    format!("barrier {id} ({} of {need} warps arrived)", b.arrived)
+                }
                 Phase::Mbar => "an mbarrier phase that never completes (missing arrivals or copies)".to_string(),
                 _ if self.w.ready_at[s] == u64::MAX => {
                     format!("an event that never comes ({})", self.w.wait_reason[s].name())

@@ -13,7 +13,7 @@ pub enum Phase {
     Free,
     /// Has a next instruction (or will after `ready_at`).
     Running,
-    /// Waiting at a CTA barrier.
+    /// Waiting at one of the CTA's barriers (`Warps::bar_id`).
     Barrier,
     /// Waiting for an mbarrier phase.
     Mbar,
@@ -83,6 +83,8 @@ pub struct Warps {
     pub long_wait: Vec<bool>,
     /// While at a barrier: when the next instruction's operands are ready.
     pub held_ready: Vec<u64>,
+    /// While at a barrier: which of the CTA's barriers.
+    pub bar_id: Vec<u8>,
     /// Index (in its CTA) of the mbarrier the warp's next bulk copy completes on (`u16::MAX`: none).
     pub tx_mbar: Vec<u16>,
     pub async_groups: Vec<GroupRing>,
@@ -110,7 +112,8 @@ impl Warps {
         + 3 * size_of::<u64>() // age, launched_at, mem_drain
         + size_of::<bool>()
         + size_of::<u64>() // held_ready
-        + size_of::<u16>()
+        + size_of::<u16>() // tx_mbar
+        + size_of::<u8>() // bar_id
         + 2 * size_of::<GroupRing>()
         + REG_SPACE * (size_of::<u64>() + size_of::<u8>());
 
@@ -131,6 +134,7 @@ impl Warps {
             mem_drain: vec![0; n],
             long_wait: vec![false; n],
             held_ready: vec![0; n],
+            bar_id: vec![0; n],
             tx_mbar: vec![u16::MAX; n],
             async_groups: vec![GroupRing::default(); n],
             wgmma_groups: vec![GroupRing::default(); n],

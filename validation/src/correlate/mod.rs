@@ -27,6 +27,7 @@ use gpusim_configs::{load_preset, to_toml};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::attention_cases::run_attention;
 use crate::case::Case;
 use crate::gemm_cases::run_gemm;
 use crate::hash::hash_str;
@@ -163,6 +164,17 @@ fn run_job(job: &Job) -> JobResult {
                     r.detail = Some(format!("{} kernel(s), {:.2} µs simulated", g.kernels, g.time_us));
                     Ok(g.tflops)
                 }
+                Job::Attention { spec, .. } => {
+                    let a = run_attention(&arch, spec)?;
+                    r.workload = Some(a.description);
+                    r.recipe_hash = Some(a.recipe_hash);
+                    r.trace_hash = Some(a.trace_hash);
+                    r.sim_time_us = Some(a.time_us);
+                    r.clock_simulated_mhz = Some(a.clock_mhz);
+                    r.warp_instructions = Some(a.warp_instructions);
+                    r.detail = Some(format!("{} kernel(s), {:.2} µs simulated", a.kernels, a.time_us));
+                    Ok(a.tflops)
+                }
                 Job::Memory { bench, .. } => {
                     let m = bench.run(&arch)?;
                     let plan = format!("{bench:?}");
@@ -215,6 +227,7 @@ pub fn simulate_on(job: &Job, base: &gpusim_configs::Arch) -> Result<f64, String
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
         Job::Gemm { shape, .. } => run_gemm(&arch, shape).map(|g| g.tflops),
         Job::Memory { bench, .. } => bench.run(&arch).map(|m| m.value),
+        Job::Attention { spec, .. } => run_attention(&arch, spec).map(|a| a.tflops),
         Job::Kernel { job, .. } => run_kernel_job(&arch, job).map(|k| k.value),
     }))
     .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))))

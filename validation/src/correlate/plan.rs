@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::attention_cases::attention_spec;
 use crate::case::{Case, Kind};
 use crate::gemm_cases::{GemmShape, TWIN_KIND, gemm_shape, twin_shape};
 use crate::kernel_cases::{KERNEL_KIND, KernelJob, plan_kernel_case};
@@ -182,6 +183,12 @@ pub enum Job {
         clock_mhz: Option<f64>,
         bench: Bench,
     },
+    /// An attention problem's recipe trace ([`crate::attention_cases`]).
+    Attention {
+        preset: &'static str,
+        clock_mhz: Option<f64>,
+        spec: gpusim_workloads::attention::AttnSpec,
+    },
     /// One traced kernel, simulated alone ([`crate::kernel_cases`]). `preset` is the one
     /// simulated, kept equal to `job.preset` (the part's preset, or its calibrated one); the
     /// clock is `job.clock_mhz`. Build it with [`Job::kernel`].
@@ -199,14 +206,19 @@ impl Job {
 
     pub fn preset(&self) -> &'static str {
         match self {
-            Job::Gemm { preset, .. } | Job::Memory { preset, .. } | Job::Kernel { preset, .. } => preset,
+            Job::Gemm { preset, .. }
+            | Job::Memory { preset, .. }
+            | Job::Attention { preset, .. }
+            | Job::Kernel { preset, .. } => preset,
         }
     }
 
     /// The measured SM clock the simulation runs at (None: the preset's).
     pub fn clock_mhz(&self) -> Option<f64> {
         match self {
-            Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } => *clock_mhz,
+            Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } | Job::Attention { clock_mhz, .. } => {
+                *clock_mhz
+            }
             Job::Kernel { job, .. } => job.clock_mhz,
         }
     }
@@ -214,7 +226,7 @@ impl Job {
     /// The same simulation on another preset.
     pub fn with_preset(mut self, to: &'static str) -> Job {
         match &mut self {
-            Job::Gemm { preset, .. } | Job::Memory { preset, .. } => *preset = to,
+            Job::Gemm { preset, .. } | Job::Memory { preset, .. } | Job::Attention { preset, .. } => *preset = to,
             Job::Kernel { preset, job } => {
                 *preset = to;
                 job.preset = Some(to);
@@ -227,6 +239,7 @@ impl Job {
     pub fn cost(&self) -> f64 {
         match self {
             Job::Gemm { shape, .. } => shape.flops(),
+            Job::Attention { spec, .. } => spec.flops() as f64,
             // A memory microbenchmark costs about as much as a mid-sized GEMM.
             Job::Memory { .. } => 1e11,
             // The trace is not opened to plan: the launch's threads (grid × block, where the
@@ -286,9 +299,18 @@ pub fn plan_case(case: &Case, arch: &ArchChoice) -> CasePlan {
             },
             Err(e) => return CasePlan::Skip(e),
         },
-        Kind::Attention | Kind::Moe => {
+        Kind::Attention => {
+            let Some(preset) = preset_for_hardware(&case.hardware) else {
+                return CasePlan::Skip(format!("no preset models the {}", case.hardware));
+            };
+            match attention_spec(case) {
+                Ok(spec) => Job::Attention { preset, clock_mhz: case.clock_mhz, spec },
+                Err(e) => return CasePlan::Skip(e),
+            }
+        }
+        Kind::Moe => {
             return CasePlan::Skip(format!(
-                "no {} workload generator exists yet (the workloads crate has GEMM and microbenchmarks only)",
+                "no {} workload generator exists yet (the workloads crate has GEMM, attention and microbenchmarks)",
                 case.kind
             ));
         }

@@ -1,6 +1,8 @@
 //! [`Code`]: one warp program.
 
-use gpusim_isa::{AddrExpr, Inst, Lanes, OpTable, Program, ProgramBuilder, RegRange, Var};
+use std::sync::Arc;
+
+use gpusim_isa::{AddrExpr, CtaParam, Inst, Lanes, OpTable, Program, ProgramBuilder, RegRange, Var};
 
 /// Builds one warp program of a kernel.
 pub struct Code<'a> {
@@ -131,6 +133,28 @@ impl<'a> Code<'a> {
         let v = Var::Loop(self.b.depth() as u8);
         // The generators nest at most 4 loops deep (three tile loops and one k or epilogue loop).
         self.b.begin_loop(count).expect("loop depth within the limit");
+        v
+    }
+
+    /// Adds a per-CTA parameter ([`CtaParam`]: affine in the CTA coordinates, the warp and the
+    /// earlier parameters, divided, clamped, optionally looked up in a table) and returns its
+    /// variable. The generators check their parameter count against the limit before.
+    pub fn param(&mut self, p: CtaParam) -> Var {
+        let k = self.b.add_param(p).expect("parameters within the limit and well formed");
+        Var::Param(k)
+    }
+
+    /// Adds a lookup table for [`CtaParam::table`] and returns its index.
+    pub fn table(&mut self, t: Arc<[i64]>) -> u32 {
+        self.b.add_table(t)
+    }
+
+    /// Opens a loop that runs `count` times, a parameter of this program (zero iterations allowed),
+    /// and returns its counter variable.
+    pub fn begin_param(&mut self, count: Var) -> Var {
+        let Var::Param(k) = count else { panic!("loop count {count:?} is not a parameter") };
+        let v = Var::Loop(self.b.depth() as u8);
+        self.b.begin_loop_param(k).expect("loop depth within the limit, parameter defined");
         v
     }
 

@@ -537,6 +537,14 @@ pub fn k_iteration_mix(arch: &Arch, dtype: Dtype, block_scaled: bool, r: &Recipe
 
 /// Dynamic count of each op id one execution of `prog` issues (loops multiplied out, not walked).
 pub fn dynamic_op_counts(prog: &gpusim_isa::Program) -> BTreeMap<gpusim_isa::OpId, u64> {
+    dynamic_op_counts_with(prog, &prog.eval_params([0, 0, 0], 0))
+}
+
+/// [`dynamic_op_counts`] for the per-CTA parameter values `params` (a CTA's trip counts).
+pub fn dynamic_op_counts_with(
+    prog: &gpusim_isa::Program,
+    params: &[i64; gpusim_isa::program::MAX_PARAMS],
+) -> BTreeMap<gpusim_isa::OpId, u64> {
     use gpusim_isa::Step;
     let mut out = BTreeMap::new();
     let mut mult: Vec<u64> = vec![1];
@@ -544,11 +552,7 @@ pub fn dynamic_op_counts(prog: &gpusim_isa::Program) -> BTreeMap<gpusim_isa::OpI
         match *s {
             Step::Inst(i) => *out.entry(i.op).or_insert(0) += *mult.last().unwrap_or(&1),
             Step::Loop { count, .. } => {
-                let m = mult
-                    .last()
-                    .copied()
-                    .unwrap_or(1)
-                    .saturating_mul(count.resolve(&prog.eval_params([0, 0, 0], 0)) as u64);
+                let m = mult.last().copied().unwrap_or(1).saturating_mul(count.resolve(params) as u64);
                 mult.push(m);
             }
             Step::EndLoop { .. } => {
@@ -573,12 +577,25 @@ pub fn tensor_flops(t: &Trace) -> u64 {
                 None => 0,
             })
             .collect();
+        let flops_with = |p: &gpusim_isa::Program, params: &[i64; gpusim_isa::program::MAX_PARAMS]| -> u64 {
+            dynamic_op_counts_with(p, params).into_iter().map(|(op, n)| per_op[op as usize] * n).sum()
+        };
+        if k.programs.iter().any(|p| p.has_param_loops()) {
+            // Per-CTA trip counts: every CTA's warps, each distinct parameter vector counted once.
+            let mut seen: BTreeMap<(usize, [i64; gpusim_isa::program::MAX_PARAMS]), u64> = BTreeMap::new();
+            for linear in 0..k.info.num_ctas() {
+                let coord = k.info.grid.unlinear(linear);
+                let layout = k.layout.overrides.get(&linear).unwrap_or(&k.layout.default);
+                for (w, &pi) in layout.iter().enumerate() {
+                    let p = &k.programs[pi as usize];
+                    let params = p.eval_params(coord.as_array(), w as u32);
+                    total += *seen.entry((pi as usize, params)).or_insert_with(|| flops_with(p, &params));
+                }
+            }
+            continue;
+        }
         // Per-program FLOPs, then per CTA layout.
-        let prog_flops: Vec<u64> = k
-            .programs
-            .iter()
-            .map(|p| dynamic_op_counts(p).into_iter().map(|(op, n)| per_op[op as usize] * n).sum())
-            .collect();
+        let prog_flops: Vec<u64> = k.programs.iter().map(|p| flops_with(p, &p.eval_params([0, 0, 0], 0))).collect();
         let layout_flops = |l: &Vec<u32>| -> u64 { l.iter().map(|&p| prog_flops[p as usize]).sum() };
         let ctas = k.info.num_ctas();
         let overridden = k.layout.overrides.len() as u64;

@@ -51,6 +51,8 @@ pub enum Kind {
     OptInt,
     /// One of a fixed set of names.
     Choice(&'static [&'static str]),
+    /// A comma-separated list of integers, each within the range (`none` or empty: no list).
+    List,
 }
 
 impl Kind {
@@ -62,17 +64,20 @@ impl Kind {
             Kind::Bool => "bool",
             Kind::OptInt => "count or all",
             Kind::Choice(_) => "name",
+            Kind::List => "list of counts",
         }
     }
 }
 
 /// A parsed value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value {
     Int(u64),
     Bool(bool),
     OptInt(Option<u64>),
     Choice(&'static str),
+    /// Empty: no list given.
+    List(Vec<u64>),
 }
 
 impl fmt::Display for Value {
@@ -83,6 +88,11 @@ impl fmt::Display for Value {
             Value::OptInt(Some(n)) => write!(f, "{n}"),
             Value::OptInt(None) => f.write_str("all"),
             Value::Choice(s) => f.write_str(s),
+            Value::List(v) if v.is_empty() => f.write_str("none"),
+            Value::List(v) => {
+                let items: Vec<String> = v.iter().map(u64::to_string).collect();
+                f.write_str(&items.join(","))
+            }
         }
     }
 }
@@ -138,6 +148,17 @@ impl Field for Option<u32> {
     }
 }
 
+impl Field for Option<Vec<u32>> {
+    fn get(&self) -> Value {
+        Value::List(self.as_ref().map_or_else(Vec::new, |v| v.iter().map(|&n| n as u64).collect()))
+    }
+    fn set(&mut self, v: Value) {
+        if let Value::List(v) = v {
+            *self = (!v.is_empty()).then(|| v.iter().map(|&n| n.min(u32::MAX as u64) as u32).collect());
+        }
+    }
+}
+
 /// One declared parameter of a parameter struct `T`.
 pub struct Param<T> {
     pub name: &'static str,
@@ -168,6 +189,7 @@ impl<T> Param<T> {
             Kind::Choice(names) => names.join(", "),
             Kind::OptInt => format!("{} to {}, or all", self.min, self.max),
             Kind::Int => format!("{} to {}", self.min, self.max),
+            Kind::List => format!("comma-separated, each {} to {}, or none", self.min, self.max),
             Kind::Bytes => format!("{} to {}", gpusim_configs::Bytes(self.min), gpusim_configs::Bytes(self.max)),
         }
     }
@@ -201,6 +223,10 @@ impl<T> Param<T> {
             Kind::OptInt => match raw {
                 "all" | "default" | "none" | "" => Ok(Value::OptInt(None)),
                 _ => int(raw).map(|n| Value::OptInt(Some(n))),
+            },
+            Kind::List => match raw {
+                "none" | "" => Ok(Value::List(Vec::new())),
+                _ => raw.split(',').map(|item| int(item.trim())).collect::<Result<Vec<_>, _>>().map(Value::List),
             },
             Kind::Choice(names) => {
                 let norm = raw.to_ascii_lowercase().replace('_', "-");

@@ -3,6 +3,7 @@
 //! parameters, [`Generator::source`] hands the same kernels out lazily as a [`TraceSource`].
 //! `gpusim trace NAME` dispatches through it.
 
+mod attention;
 mod gemm;
 pub mod lazy;
 mod ubench;
@@ -117,4 +118,5 @@ const REGISTRY: &[Generator] = &[
     ubench::TMA_PIPELINE,
     ubench::DSMEM_LATENCY,
     gemm::GEMM,
+    attention::ATTENTION,
 ];
