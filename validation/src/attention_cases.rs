@@ -141,5 +141,10 @@ mod tests {
         let fa2 = attn.iter().find(|c| c.id == "attn-a100-flashattention2-fwd+bwd-causal-d128-s2048").unwrap();
         let s = attention_spec(fa2).unwrap();
         assert_eq!((s.batch, s.heads, s.pass, s.causal), (8, 16, Pass::FwdBwd, true));
+        // Per-CTA trip counts need the text format's version 2 to hash.
+        let arch = gpusim_configs::load_preset("a100-sxm4-80gb").unwrap();
+        let small = AttnSpec { batch: 1, heads: 1, seqlen: 256, ..s };
+        let t = attention::generate(&small, &arch).unwrap().trace;
+        assert_eq!(hash_trace(&t).unwrap().len(), 16);
     }
 }
