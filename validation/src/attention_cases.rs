@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use gpusim_configs::Arch;
 use gpusim_isa::MemTraceSource;
-use gpusim_sim_core::{SimOptions, simulate};
+use gpusim_sim_core::simulate;
 use gpusim_workloads::attention::{self, AttnSpec, Pass, Recipe};
 use gpusim_workloads::gemm::Dtype;
 
@@ -100,7 +100,7 @@ pub fn run_attention(arch: &Arch, spec: &AttnSpec) -> Result<AttnRun, String> {
     let trace_hash = hash_trace(&a.trace)?;
     let kernels = a.trace.kernels.len();
     let mut src = MemTraceSource::new(a.trace);
-    let report = simulate(arch, &mut src, &SimOptions::default()).map_err(|e| format!("simulate: {e}"))?;
+    let report = simulate(arch, &mut src, &crate::sim_options::options()).map_err(|e| format!("simulate: {e}"))?;
     if report.time_us.is_nan() || report.time_us <= 0.0 {
         return Err(format!("simulated time {} µs", report.time_us));
     }
@@ -141,5 +141,10 @@ mod tests {
         let fa2 = attn.iter().find(|c| c.id == "attn-a100-flashattention2-fwd+bwd-causal-d128-s2048").unwrap();
         let s = attention_spec(fa2).unwrap();
         assert_eq!((s.batch, s.heads, s.pass, s.causal), (8, 16, Pass::FwdBwd, true));
+        // Per-CTA trip counts need the text format's version 2 to hash.
+        let arch = gpusim_configs::load_preset("a100-sxm4-80gb").unwrap();
+        let small = AttnSpec { batch: 1, heads: 1, seqlen: 256, ..s };
+        let t = attention::generate(&small, &arch).unwrap().trace;
+        assert_eq!(hash_trace(&t).unwrap().len(), 16);
     }
 }

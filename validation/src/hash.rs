@@ -58,7 +58,11 @@ pub fn hash_str(s: &str) -> String {
 /// Hex hash of a trace's text form (docs/trace-format.md): two traces that write the same text
 /// hash the same. Streams into the hasher, so nothing of the trace's size is allocated.
 pub fn hash_trace(trace: &Trace) -> Result<String, String> {
-    let mut w = TextWriter::new(Fnv64::default()).map_err(|e| e.to_string())?;
+    // Version 2 only where a kernel has per-CTA parameters (attention's trip counts), so the
+    // hashes of every other trace stay those of version 1.
+    let v2 = trace.kernels.iter().any(|k| k.programs.iter().any(|p| !p.params.is_empty() || !p.tables.is_empty()));
+    let mut w = if v2 { TextWriter::with_version(Fnv64::default(), 2) } else { TextWriter::new(Fnv64::default()) }
+        .map_err(|e| e.to_string())?;
     for k in &trace.kernels {
         w.write_kernel(k).map_err(|e| format!("kernel `{}`: {e}", k.info.name))?;
     }

@@ -633,7 +633,7 @@ locator = "l"
         assert_eq!((again.simulated, again.recipe_hash.as_ref()), (l1.simulated, l1.recipe_hash.as_ref()));
         assert_ne!(again.error, l1.error);
         assert_eq!(c.cases[2].status, Status::Skipped);
-        assert!(c.cases[2].reason.as_ref().unwrap().contains("attention"));
+        assert!(c.cases[2].reason.as_ref().unwrap().contains("names no impl"));
         assert_eq!(c.cases[3].status, Status::Skipped);
         assert!(c.cases[3].reason.as_ref().unwrap().contains("V100"));
         assert_eq!(c.summary.overall.n, 2);
