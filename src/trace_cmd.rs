@@ -30,6 +30,12 @@ pub enum TraceCmd {
     /// Write the trace of a GEMM recipe (Ampere multistage or Hopper warp-specialised) for a
     /// problem.
     Gemm(crate::gemm_cmd::GemmArgs),
+    /// Write the trace of a DeepGEMM-style M-grouped GEMM (MoE experts): contiguous or masked
+    /// layout, fp8 block-scaled or bf16.
+    GroupedGemm(crate::grouped_gemm_cmd::GroupedGemmArgs),
+    /// Write one trace of a whole MoE layer: router, top-k, permutation, expert GEMMs (Triton
+    /// fused_moe or DeepGEMM grouped), activation, combine; shared experts on a second stream.
+    Moe(crate::moe_cmd::MoeArgs),
     /// List the generators, or one generator's parameters (name, description, unit, default,
     /// valid range).
     Params { name: Option<String> },
@@ -89,6 +95,8 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
     match cmd {
         TraceCmd::Ubench(args) => crate::ubench_cmd::ubench(args),
         TraceCmd::Gemm(args) => crate::gemm_cmd::gemm(args),
+        TraceCmd::GroupedGemm(args) => crate::grouped_gemm_cmd::grouped_gemm(args),
+        TraceCmd::Moe(args) => crate::moe_cmd::moe(args),
         TraceCmd::Params { name } => crate::ubench_cmd::params(name),
         TraceCmd::Generator(args) => crate::ubench_cmd::external(args),
         TraceCmd::Convert { input, output, to } => {

@@ -33,6 +33,7 @@
 
 pub mod asm;
 pub mod gemm;
+pub mod moe;
 pub mod params;
 pub mod registry;
 pub mod ubench;

@@ -8,6 +8,7 @@ use crate::case::{Case, Kind};
 use crate::gemm_cases::{GemmShape, TWIN_KIND, gemm_shape, twin_shape};
 use crate::kernel_cases::{KERNEL_KIND, KernelJob, plan_kernel_case};
 use crate::memory_cases::{Bench, Plan, memory_case_plan};
+use crate::moe_cases::{MoeShape, moe_shape};
 
 pub use gpusim_configs::preset_for_hardware;
 
@@ -178,6 +179,12 @@ pub enum Job {
         clock_mhz: Option<f64>,
         bench: Bench,
     },
+    /// A grouped GEMM (MoE experts, [`crate::moe_cases`]).
+    Moe {
+        preset: &'static str,
+        clock_mhz: Option<f64>,
+        shape: MoeShape,
+    },
     /// One traced kernel, simulated alone ([`crate::kernel_cases`]). `preset` is the one
     /// simulated, kept equal to `job.preset` (the part's preset, or its calibrated one); the
     /// clock is `job.clock_mhz`. Build it with [`Job::kernel`].
@@ -195,14 +202,17 @@ impl Job {
 
     pub fn preset(&self) -> &'static str {
         match self {
-            Job::Gemm { preset, .. } | Job::Memory { preset, .. } | Job::Kernel { preset, .. } => preset,
+            Job::Gemm { preset, .. }
+            | Job::Memory { preset, .. }
+            | Job::Moe { preset, .. }
+            | Job::Kernel { preset, .. } => preset,
         }
     }
 
     /// The measured SM clock the simulation runs at (None: the preset's).
     pub fn clock_mhz(&self) -> Option<f64> {
         match self {
-            Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } => *clock_mhz,
+            Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } | Job::Moe { clock_mhz, .. } => *clock_mhz,
             Job::Kernel { job, .. } => job.clock_mhz,
         }
     }
@@ -210,7 +220,7 @@ impl Job {
     /// The same simulation on another preset.
     pub fn with_preset(mut self, to: &'static str) -> Job {
         match &mut self {
-            Job::Gemm { preset, .. } | Job::Memory { preset, .. } => *preset = to,
+            Job::Gemm { preset, .. } | Job::Memory { preset, .. } | Job::Moe { preset, .. } => *preset = to,
             Job::Kernel { preset, job } => {
                 *preset = to;
                 job.preset = Some(to);
@@ -223,6 +233,7 @@ impl Job {
     pub fn cost(&self) -> f64 {
         match self {
             Job::Gemm { shape, .. } => shape.flops(),
+            Job::Moe { shape, .. } => shape.flops(),
             // A memory microbenchmark costs about as much as a mid-sized GEMM.
             Job::Memory { .. } => 1e11,
             // The trace is not opened to plan: the launch's threads (grid × block, where the
@@ -282,7 +293,16 @@ pub fn plan_case(case: &Case, arch: &ArchChoice) -> CasePlan {
             },
             Err(e) => return CasePlan::Skip(e),
         },
-        Kind::Attention | Kind::Moe => {
+        Kind::Moe => {
+            let Some(preset) = preset_for_hardware(&case.hardware) else {
+                return CasePlan::Skip(format!("no preset models the {}", case.hardware));
+            };
+            match moe_shape(case) {
+                Ok(shape) => Job::Moe { preset, clock_mhz: case.clock_mhz, shape },
+                Err(e) => return CasePlan::Skip(e),
+            }
+        }
+        Kind::Attention => {
             return CasePlan::Skip(format!(
                 "no {} workload generator exists yet (the workloads crate has GEMM and microbenchmarks only)",
                 case.kind

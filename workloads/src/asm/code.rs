@@ -1,5 +1,8 @@
 //! [`Code`]: one warp program.
 
+use std::sync::Arc;
+
+use gpusim_isa::program::CtaParam;
 use gpusim_isa::{AddrExpr, Inst, Lanes, OpTable, Program, ProgramBuilder, RegRange, Var};
 
 /// Builds one warp program of a kernel.
@@ -132,6 +135,26 @@ impl<'a> Code<'a> {
         // The generators nest at most 4 loops deep (three tile loops and one k or epilogue loop).
         self.b.begin_loop(count).expect("loop depth within the limit");
         v
+    }
+
+    /// Opens a loop whose trip count is the per-CTA parameter `p` (a [`Var::Param`] from
+    /// [`Code::param`]; 0 iterations skip the body) and returns its counter variable.
+    pub fn begin_param(&mut self, p: Var) -> Var {
+        let Var::Param(k) = p else { panic!("begin_param takes a per-CTA parameter, not {p:?}") };
+        let v = Var::Loop(self.b.depth() as u8);
+        self.b.begin_loop_param(k).expect("loop depth within the limit");
+        v
+    }
+
+    /// Adds a per-CTA parameter (evaluated once per CTA and warp, in order) and returns it as an
+    /// address and trip-count variable. Generators use at most `MAX_PARAMS` of them.
+    pub fn param(&mut self, p: CtaParam) -> Var {
+        Var::Param(self.b.add_param(p).expect("a well-formed parameter within the limit"))
+    }
+
+    /// Adds a lookup table for [`CtaParam::table`] (shared, not copied) and returns its index.
+    pub fn table(&mut self, t: &Arc<[i64]>) -> u32 {
+        self.b.add_table(t.clone())
     }
 
     pub fn end(&mut self) -> &mut Self {

@@ -119,6 +119,8 @@
 //! checks (sim-core `sm/regalloc.rs`: a consumer waits for the release).
 
 mod ampere;
+pub mod grouped;
+pub mod grouped_params;
 mod hopper;
 pub mod params;
 mod reduce;
@@ -131,7 +133,7 @@ use std::fmt;
 use gpusim_configs::Arch;
 use gpusim_isa::{Semantics, Trace};
 
-pub use select::{Style, tuned_recipe};
+pub use select::{MulticastRule, Style, deepgemm_recipe, tuned_recipe};
 pub use twins::Twin;
 
 /// Input element type; accumulation is fp32.
@@ -535,20 +537,23 @@ pub fn k_iteration_mix(arch: &Arch, dtype: Dtype, block_scaled: bool, r: &Recipe
     Ok(roles)
 }
 
-/// Dynamic count of each op id one execution of `prog` issues (loops multiplied out, not walked).
+/// Dynamic count of each op id one execution of `prog` issues (loops multiplied out, not walked),
+/// with the per-CTA parameters of CTA (0, 0, 0), warp 0.
 pub fn dynamic_op_counts(prog: &gpusim_isa::Program) -> BTreeMap<gpusim_isa::OpId, u64> {
+    dynamic_op_counts_for(prog, [0, 0, 0], 0)
+}
+
+/// Dynamic count of each op id `prog` issues in CTA `cta`, warp `warp` (its per-CTA parameters).
+pub fn dynamic_op_counts_for(prog: &gpusim_isa::Program, cta: [u32; 3], warp: u32) -> BTreeMap<gpusim_isa::OpId, u64> {
     use gpusim_isa::Step;
+    let params = prog.eval_params(cta, warp);
     let mut out = BTreeMap::new();
     let mut mult: Vec<u64> = vec![1];
     for s in &prog.steps {
         match *s {
             Step::Inst(i) => *out.entry(i.op).or_insert(0) += *mult.last().unwrap_or(&1),
             Step::Loop { count, .. } => {
-                let m = mult
-                    .last()
-                    .copied()
-                    .unwrap_or(1)
-                    .saturating_mul(count.resolve(&prog.eval_params([0, 0, 0], 0)) as u64);
+                let m = mult.last().copied().unwrap_or(1).saturating_mul(count.resolve(&params) as u64);
                 mult.push(m);
             }
             Step::EndLoop { .. } => {
@@ -581,6 +586,20 @@ pub fn tensor_flops(t: &Trace) -> u64 {
             .collect();
         let layout_flops = |l: &Vec<u32>| -> u64 { l.iter().map(|&p| prog_flops[p as usize]).sum() };
         let ctas = k.info.num_ctas();
+        if k.programs.iter().any(|p| p.has_param_loops()) {
+            // Per-CTA trip counts: count every CTA's warps with its own parameters.
+            for lin in 0..ctas {
+                let cta = k.cta(lin);
+                for (w, p) in cta.warps.iter().enumerate() {
+                    let f: u64 = dynamic_op_counts_for(p, cta.coord.as_array(), w as u32)
+                        .into_iter()
+                        .map(|(op, n)| per_op[op as usize] * n)
+                        .sum();
+                    total += f;
+                }
+            }
+            continue;
+        }
         let overridden = k.layout.overrides.len() as u64;
         if ctas > overridden {
             total += layout_flops(&k.layout.default) * (ctas - overridden);
