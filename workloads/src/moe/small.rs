@@ -8,8 +8,8 @@
 //! W × STG.E.128 addr=dst + cta.x·256·16·W + 4096·j + 512·warp
 //! EXIT
 //! ```
-//! 256 threads per CTA, each reading `R = 4` chunks of 16 bytes; `W` = the write-to-read ratio
-//! of chunks (at least 1), the grid covers the reads. Approximation: gathers and scatters (token
+//! 256 threads per CTA; the grid covers the larger of the reads and the writes at 4 chunks of 16
+//! bytes per thread, the other side gets its share `R` or `W` (at least 1 chunk). Approximation: gathers and scatters (token
 //! permutation, combine) are modelled as streams of the same bytes (their rows are whole
 //! `hidden`-wide rows, so their accesses are as coalesced as a stream's).
 
@@ -38,16 +38,20 @@ pub(crate) struct Stream<'a> {
 
 /// The kernel of `s` (id 0, stream 0; the layer sets both).
 pub(crate) fn stream_kernel(s: &Stream, sm: u32) -> Result<KernelTrace, String> {
-    let per_cta = THREADS * 16 * READS;
-    let grid = s.read.max(16).div_ceil(per_cta).max(1);
+    // The grid covers the larger of the reads and the writes at `READS` chunks per thread; the
+    // smaller side gets its share (at least one chunk per thread).
+    let most = s.read.max(s.write).max(16);
+    let grid = most.div_ceil(THREADS * 16 * READS).max(1);
     if grid > u32::MAX as u64 {
-        return Err(format!("{}: {} bytes need too many CTAs", s.name, s.read));
+        return Err(format!("{}: {most} bytes need too many CTAs", s.name));
     }
-    let writes = (s.write * READS).div_ceil(s.read.max(1)).max(1);
+    let reads = (s.read * READS).div_ceil(most).max(1);
+    let writes = (s.write * READS).div_ceil(most).max(1);
+    let per_cta = THREADS * 16 * reads;
     let mut ops = OpTable::new();
     let mut c = Code::new(&mut ops, s.name);
     c.op("S2R", &[r(0)], &[]).op("S2R", &[r(1)], &[]).op("IMAD.WIDE", &[rr(2, 2)], &[r(0), r(1)]);
-    for i in 0..READS {
+    for i in 0..reads {
         let a = Addr::at(s.src).plus(4096 * i).term(Var::CtaX, per_cta as i64).term(Var::Warp, 512);
         c.mem("LDG.E.128", &[rr(8, 4)], &[rr(2, 2)], a);
         for _ in 0..s.ffma {
