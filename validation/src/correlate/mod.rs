@@ -13,7 +13,8 @@
 //! - **Latency, bandwidth**: [`crate::memory_cases`]' plan and microbenchmark.
 //! - **Kernel** (one measured launch, e.g. from Nsight Compute): [`crate::kernel_cases`]: the
 //!   launch's kernel simulated alone from a trace of it, in µs or SM cycles.
-//! - **Other kinds** (attention, MoE, peak) are listed with the reason they are not simulated.
+//! - **MoE** grouped-GEMM cases run the DeepGEMM-style grouped GEMM (`crate::moe_cases`).
+//! - **Other kinds** (attention, peak) are listed with the reason they are not simulated.
 //!
 //! Clock: the case's `clock_mhz` where it states one, else the preset's SM clock.
 //!
