@@ -33,6 +33,12 @@ pub enum TraceCmd {
     /// Write the trace of an attention recipe (FlashAttention-2/-3, decode, MLA decode, unfused)
     /// for a problem.
     Attention(crate::attention_cmd::AttentionArgs),
+    /// Write the trace of a DeepGEMM-style M-grouped GEMM (MoE experts): contiguous or masked
+    /// layout, fp8 block-scaled or bf16.
+    GroupedGemm(crate::grouped_gemm_cmd::GroupedGemmArgs),
+    /// Write one trace of a whole MoE layer: router, top-k, permutation, expert GEMMs (Triton
+    /// fused_moe or DeepGEMM grouped), activation, combine; shared experts on a second stream.
+    Moe(crate::moe_cmd::MoeArgs),
     /// List the generators, or one generator's parameters (name, description, unit, default,
     /// valid range).
     Params { name: Option<String> },
@@ -166,6 +172,8 @@ pub fn trace(cmd: TraceCmd) -> CliResult {
         TraceCmd::Ubench(args) => crate::ubench_cmd::ubench(args),
         TraceCmd::Gemm(args) => crate::gemm_cmd::gemm(args),
         TraceCmd::Attention(args) => crate::attention_cmd::attention(args),
+        TraceCmd::GroupedGemm(args) => crate::grouped_gemm_cmd::grouped_gemm(args),
+        TraceCmd::Moe(args) => crate::moe_cmd::moe(args),
         TraceCmd::Params { name } => crate::ubench_cmd::params(name),
         TraceCmd::Generator(args) => crate::ubench_cmd::external(args),
         TraceCmd::Convert { input, output, to } => {

@@ -52,6 +52,7 @@ pub mod kernel_cases;
 pub mod measure;
 pub mod measurement;
 pub mod memory_cases;
+pub mod moe_cases;
 pub mod nsight;
 pub mod optimize;
 mod panic;

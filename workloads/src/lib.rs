@@ -35,6 +35,7 @@
 pub mod asm;
 pub mod attention;
 pub mod gemm;
+pub mod moe;
 pub mod params;
 pub mod registry;
 pub mod ubench;

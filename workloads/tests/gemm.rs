@@ -240,7 +240,10 @@ fn k_iteration_mix_is_pinned() {
     let p8 = GemmProblem { block_scaled: true, ..prob(8192, 8192, 8192, Dtype::Fp8) };
     let r = default_recipe(&h, &p8);
     let Recipe::Hopper(hr) = r else { panic!("{r}") };
-    assert_eq!((hr.cta_m, hr.cta_n, hr.cta_k), (128, 128, 128));
+    // DeepGEMM's selection: 64 m-blocks × 52 n-blocks of 160 columns are 26 waves on 132 SMs,
+    // fewer than the 32 of 128 columns; never split-K. The mix below is that of 128 columns.
+    assert_eq!((hr.cta_m, hr.cta_n, hr.cta_k, hr.split_k), (128, 160, 128, 1));
+    let r = Recipe::Hopper(HopperRecipe { cta_n: 128, ..hr });
     let m = mix(&h, Dtype::Fp8, true, &r);
     let consumer = &m["consumer[4, 5, 6, 7, 8, 9, 10, 11]"];
     assert_eq!(consumer["QGMMA"], 4);

@@ -13,7 +13,8 @@
 //! - **Latency, bandwidth**: [`crate::memory_cases`]' plan and microbenchmark.
 //! - **Kernel** (one measured launch, e.g. from Nsight Compute): [`crate::kernel_cases`]: the
 //!   launch's kernel simulated alone from a trace of it, in µs or SM cycles.
-//! - **Other kinds** (attention, MoE, peak) are listed with the reason they are not simulated.
+//! - **MoE** grouped-GEMM cases run the DeepGEMM-style grouped GEMM (`crate::moe_cases`).
+//! - **Other kinds** (attention, peak) are listed with the reason they are not simulated.
 //!
 //! Clock: the case's `clock_mhz` where it states one, else the preset's SM clock.
 //!
@@ -33,6 +34,7 @@ use crate::gemm_cases::run_gemm;
 use crate::hash::hash_str;
 use crate::kernel_cases::{run_kernel_job, trace_hash};
 use crate::memory_cases::{self, arch_for};
+use crate::moe_cases::run_moe;
 use crate::panic::panic_message;
 use crate::stats::{Point, Summary, summarize};
 
@@ -175,6 +177,17 @@ fn run_job(job: &Job) -> JobResult {
                     r.detail = Some(format!("{} kernel(s), {:.2} µs simulated", a.kernels, a.time_us));
                     Ok(a.tflops)
                 }
+                Job::Moe { shape, .. } => {
+                    let g = run_moe(&arch, shape)?;
+                    r.workload = Some(format!("grouped GEMM {}, {}", shape.describe(), g.recipe));
+                    r.recipe_hash = Some(g.recipe_hash);
+                    r.trace_hash = Some(g.trace_hash);
+                    r.sim_time_us = Some(g.time_us);
+                    r.clock_simulated_mhz = Some(g.clock_mhz);
+                    r.warp_instructions = Some(g.warp_instructions);
+                    r.detail = Some(format!("1 kernel, {:.2} µs simulated", g.time_us));
+                    Ok(g.tflops)
+                }
                 Job::Memory { bench, .. } => {
                     let m = bench.run(&arch)?;
                     let plan = format!("{bench:?}");
@@ -228,6 +241,7 @@ pub fn simulate_on(job: &Job, base: &gpusim_configs::Arch) -> Result<f64, String
         Job::Gemm { shape, .. } => run_gemm(&arch, shape).map(|g| g.tflops),
         Job::Memory { bench, .. } => bench.run(&arch).map(|m| m.value),
         Job::Attention { spec, .. } => run_attention(&arch, spec).map(|a| a.tflops),
+        Job::Moe { shape, .. } => run_moe(&arch, shape).map(|g| g.tflops),
         Job::Kernel { job, .. } => run_kernel_job(&arch, job).map(|k| k.value),
     }))
     .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(p))))

@@ -9,6 +9,7 @@ use crate::case::{Case, Kind};
 use crate::gemm_cases::{GemmShape, TWIN_KIND, gemm_shape, twin_shape};
 use crate::kernel_cases::{KERNEL_KIND, KernelJob, plan_kernel_case};
 use crate::memory_cases::{Bench, Plan, memory_case_plan};
+use crate::moe_cases::{MoeShape, moe_shape};
 
 pub use gpusim_configs::preset_for_hardware;
 
@@ -189,6 +190,12 @@ pub enum Job {
         clock_mhz: Option<f64>,
         spec: gpusim_workloads::attention::AttnSpec,
     },
+    /// A grouped GEMM (MoE experts, [`crate::moe_cases`]).
+    Moe {
+        preset: &'static str,
+        clock_mhz: Option<f64>,
+        shape: MoeShape,
+    },
     /// One traced kernel, simulated alone ([`crate::kernel_cases`]). `preset` is the one
     /// simulated, kept equal to `job.preset` (the part's preset, or its calibrated one); the
     /// clock is `job.clock_mhz`. Build it with [`Job::kernel`].
@@ -209,6 +216,7 @@ impl Job {
             Job::Gemm { preset, .. }
             | Job::Memory { preset, .. }
             | Job::Attention { preset, .. }
+            | Job::Moe { preset, .. }
             | Job::Kernel { preset, .. } => preset,
         }
     }
@@ -216,9 +224,10 @@ impl Job {
     /// The measured SM clock the simulation runs at (None: the preset's).
     pub fn clock_mhz(&self) -> Option<f64> {
         match self {
-            Job::Gemm { clock_mhz, .. } | Job::Memory { clock_mhz, .. } | Job::Attention { clock_mhz, .. } => {
-                *clock_mhz
-            }
+            Job::Gemm { clock_mhz, .. }
+            | Job::Memory { clock_mhz, .. }
+            | Job::Attention { clock_mhz, .. }
+            | Job::Moe { clock_mhz, .. } => *clock_mhz,
             Job::Kernel { job, .. } => job.clock_mhz,
         }
     }
@@ -226,7 +235,10 @@ impl Job {
     /// The same simulation on another preset.
     pub fn with_preset(mut self, to: &'static str) -> Job {
         match &mut self {
-            Job::Gemm { preset, .. } | Job::Memory { preset, .. } | Job::Attention { preset, .. } => *preset = to,
+            Job::Gemm { preset, .. }
+            | Job::Memory { preset, .. }
+            | Job::Attention { preset, .. }
+            | Job::Moe { preset, .. } => *preset = to,
             Job::Kernel { preset, job } => {
                 *preset = to;
                 job.preset = Some(to);
@@ -240,6 +252,7 @@ impl Job {
         match self {
             Job::Gemm { shape, .. } => shape.flops(),
             Job::Attention { spec, .. } => spec.flops() as f64,
+            Job::Moe { shape, .. } => shape.flops(),
             // A memory microbenchmark costs about as much as a mid-sized GEMM.
             Job::Memory { .. } => 1e11,
             // The trace is not opened to plan: the launch's threads (grid × block, where the
@@ -309,10 +322,13 @@ pub fn plan_case(case: &Case, arch: &ArchChoice) -> CasePlan {
             }
         }
         Kind::Moe => {
-            return CasePlan::Skip(format!(
-                "no {} workload generator exists yet (the workloads crate has GEMM, attention and microbenchmarks)",
-                case.kind
-            ));
+            let Some(preset) = preset_for_hardware(&case.hardware) else {
+                return CasePlan::Skip(format!("no preset models the {}", case.hardware));
+            };
+            match moe_shape(case) {
+                Ok(shape) => Job::Moe { preset, clock_mhz: case.clock_mhz, shape },
+                Err(e) => return CasePlan::Skip(e),
+            }
         }
         Kind::Peak => {
             return CasePlan::Skip(

@@ -4,8 +4,10 @@
 //! The SASS and the simulator conventions are in the module documentation of [`super`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use gpusim_configs::Arch;
+use gpusim_isa::program::CtaParam;
 use gpusim_isa::{Dim3, KernelInfo, OpTable, Program, Trace, Var};
 
 use super::row_lanes;
@@ -46,6 +48,27 @@ pub(crate) struct Plan {
     pub gz: u64,
     /// Tiles of the busiest CTA (waves).
     pub waves: u64,
+    /// M-grouped (MoE) GEMM: which expert each m-block belongs to and whether it does work.
+    pub grouping: Option<Grouping>,
+}
+
+/// The M-grouped form of the recipe (DeepGEMM's grouped GEMMs, [`super::grouped`]): A holds the
+/// groups' rows one after another in m-blocks of `cta_m`, B one `N×K` matrix per group. One CTA
+/// per tile, in the scheduler's order: grid `(gx, tiles_n, ⌈tiles_m/gx⌉)` with `gx` = 16 m-blocks
+/// (DeepGEMM's swizzle group: m fastest within 16 m-blocks, then n, then the next 16), so m-block
+/// `cta.x + gx·cta.z`. Each CTA reads two per-CTA parameters from tables indexed by its m-block:
+/// `p0` its expert (B is at `b + p0·N'·K'`), `p1` 1 when the m-block has valid rows, 0 when it is
+/// padding (a masked group's tiles past its valid count): such a CTA initialises its barriers and
+/// exits, loading and computing nothing.
+#[derive(Clone, Debug)]
+pub(crate) struct Grouping {
+    pub groups: u64,
+    /// Expert of each m-block (padded with 0 to `gx·gz` entries).
+    pub expert: Arc<[i64]>,
+    /// 1 for an m-block that computes, 0 for padding (same length).
+    pub active: Arc<[i64]>,
+    /// A short name for the kernel (`contiguous`, `masked`).
+    pub layout: &'static str,
 }
 
 fn mma_name(d: Dtype, n: u64) -> String {
@@ -77,6 +100,17 @@ fn count(x: u64, g: u64, t: u64) -> u64 {
 }
 
 pub(crate) fn plan(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Result<Plan, String> {
+    plan_grouped(arch, p, rc, None)
+}
+
+/// The plan of `rc` for `p`, M-grouped when `grouping` is given (`p.m` is then the rows of all
+/// m-blocks, `p.batch` 1).
+pub(crate) fn plan_grouped(
+    arch: &Arch,
+    p: &GemmProblem,
+    rc: &HopperRecipe,
+    grouping: Option<Grouping>,
+) -> Result<Plan, String> {
     if arch.compute_capability < 90 {
         return Err(format!(
             "the hopper recipe (TMA, wgmma) needs compute capability 9.0; {} is {}",
@@ -121,7 +155,18 @@ pub(crate) fn plan(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Result<Pl
     if acc > 168 {
         return Err(format!("{acc} accumulator registers per consumer thread; at most 168 (use a smaller tile)"));
     }
-    let g = Geom::new(p, bm, bn, bk, rc.split_k as u64)?;
+    let mut g = Geom::new(p, bm, bn, bk, rc.split_k as u64)?;
+    if let Some(gr) = &grouping {
+        if g.z != 1 || cm != 1 {
+            return Err("a grouped GEMM has no batch or split-K, and multicasts only A (cluster_m = 1)".into());
+        }
+        // One B per group.
+        let a = g.mp * g.kp * g.elt;
+        let b = gr.groups * g.np * g.kp * g.elt;
+        let c = g.mp * g.np * p.dtype.out_bytes();
+        let sfa = if p.block_scaled { g.mp * (g.kp / 128).max(1) * 4 } else { 0 };
+        g.regions = super::Regions::new([a, b, c, 0, sfa]);
+    }
     let (tile_a, tile_b) = (bm * bk * elt, bn * bk * elt);
     let multicast = rc.multicast && cm * cn > 1;
     if multicast && (!tile_b.is_multiple_of(cm * 16) || !tile_a.is_multiple_of(cn * 16)) {
@@ -157,7 +202,10 @@ pub(crate) fn plan(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Result<Pl
         return Err(format!("no {cm}x{cn} cluster fits in a GPC of {}", arch.name));
     }
     let (gxmax, gymax) = (round_up(g.tm, cm), round_up(g.tn, cn));
-    let (gx, gy, gz) = if !rc.persistent {
+    let (gx, gy, gz) = if grouping.is_some() {
+        let gx = g.tm.min(16);
+        (gx, gymax, g.tm.div_ceil(gx))
+    } else if !rc.persistent {
         (gxmax, gymax, g.z)
     } else {
         let xs: Vec<u64> = if rc.raster_swizzle > 0 {
@@ -183,7 +231,16 @@ pub(crate) fn plan(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Result<Pl
         best.map(|(_, d)| d)
             .ok_or_else(|| format!("raster_swizzle = {} leaves no room for a wave", rc.raster_swizzle))?
     };
-    let waves = g.tm.div_ceil(gx) * g.tn.div_ceil(gy) * g.z.div_ceil(gz);
+    let waves = if grouping.is_some() {
+        (gx * gy * gz).div_ceil(gmax)
+    } else {
+        g.tm.div_ceil(gx) * g.tn.div_ceil(gy) * g.z.div_ceil(gz)
+    };
+    if let Some(gr) = &grouping
+        && (gr.expert.len() as u64) < gx * gz
+    {
+        return Err(format!("{} expert entries for {} m-blocks", gr.expert.len(), gx * gz));
+    }
     for (what, v) in [("x", gx), ("y", gy), ("z", gz)] {
         if v > u32::MAX as u64 {
             return Err(format!("grid {what} = {v} is too large"));
@@ -217,6 +274,7 @@ pub(crate) fn plan(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Result<Pl
         gy,
         gz,
         waves,
+        grouping,
     })
 }
 
@@ -225,6 +283,8 @@ struct Tile {
     mt: Affine,
     nt: Affine,
     z: Affine,
+    /// The expert (grouped GEMMs): selects B.
+    expert: Option<Var>,
 }
 
 /// Tiles per CTA along (z, n, m).
@@ -234,7 +294,11 @@ type Counts = (u64, u64, u64);
 type Triple = (u64, u64, u64);
 
 pub(crate) fn generate(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Result<Trace, String> {
-    let pl = plan(arch, p, rc)?;
+    generate_plan(p, rc, plan(arch, p, rc)?)
+}
+
+/// The trace of a plan (dense or grouped).
+pub(crate) fn generate_plan(p: &GemmProblem, rc: &HopperRecipe, pl: Plan) -> Result<Trace, String> {
     let mut ops = OpTable::new();
     let mut programs: Vec<Program> = Vec::new();
     let mut producers: BTreeMap<(Counts, u64, u64), u32> = BTreeMap::new();
@@ -252,7 +316,11 @@ pub(crate) fn generate(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Resul
         // outside the matrix still loads (TMA fills out-of-bounds boxes) and multicasts its
         // slice, or the others' barriers would never get their bytes. Rank 0 has the most.
         let (cx, cy) = if pl.multicast { (x - x % pl.cm, y - y % pl.cn) } else { (x, y) };
-        let counts = (count(z, pl.gz, pl.g.z), count(cy, pl.gy, pl.g.tn), count(cx, pl.gx, pl.g.tm));
+        let counts = if pl.grouping.is_some() {
+            (1, 1, 1)
+        } else {
+            (count(z, pl.gz, pl.g.z), count(cy, pl.gy, pl.g.tn), count(cx, pl.gx, pl.g.tm))
+        };
         let ranks = if pl.multicast { (x % pl.cm, y % pl.cn) } else { (0, 0) };
         let pidx = *producers.entry((counts, ranks.0, ranks.1)).or_insert_with(|| {
             programs.push(producer(&pl, &mut ops, counts, ranks.0, ranks.1));
@@ -277,7 +345,8 @@ pub(crate) fn generate(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Resul
         layouts.iter().enumerate().filter(|(_, l)| **l != default).map(|(i, l)| (i as u64, l.clone())).collect();
 
     let mut name = format!(
-        "sm90_xmma_gemm_{}{}_{}x{}x{}_{}stage_{}cons_cluster{}x{}",
+        "sm90_xmma_gemm{}_{}{}_{}x{}x{}_{}stage_{}cons_cluster{}x{}",
+        pl.grouping.as_ref().map_or(String::new(), |gr| format!("_grouped_{}", gr.layout)),
         p.dtype,
         if p.block_scaled { "_blockscaled" } else { "" },
         pl.g.bm,
@@ -291,7 +360,7 @@ pub(crate) fn generate(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Resul
     if pl.multicast {
         name.push_str("_multicast");
     }
-    if rc.persistent {
+    if rc.persistent && pl.grouping.is_none() {
         name.push_str("_persistent");
     }
     if pl.g.split > 1 {
@@ -337,10 +406,30 @@ fn tile_loops(c: &mut Code, pl: &Plan, counts: Counts, body: &mut dyn FnMut(&mut
     if cz == 0 || cnn == 0 || cmm == 0 {
         return;
     }
+    if let Some(gr) = &pl.grouping {
+        // m-block = cta.x + gx·cta.z; its expert and whether it computes from the tables.
+        let at = |c: &mut Code, t: &Arc<[i64]>| {
+            let table = Some(c.table(t.clone()));
+            c.param(CtaParam { table, ..CtaParam::constant(0).with(Var::CtaX, 1).with(Var::CtaZ, pl.gx as i64) })
+        };
+        let expert = at(c, &gr.expert);
+        let active = at(c, &gr.active);
+        let t = Tile {
+            mt: Affine::konst(0).with(Var::CtaX, 1).with(Var::CtaZ, pl.gx),
+            nt: Affine::konst(0).with(Var::CtaY, 1),
+            z: Affine::konst(0),
+            expert: Some(expert),
+        };
+        c.begin_param(active);
+        body(c, &t);
+        c.end();
+        return;
+    }
     let mut t = Tile {
         mt: Affine::konst(0).with(Var::CtaX, 1),
         nt: Affine::konst(0).with(Var::CtaY, 1),
         z: Affine::konst(0).with(Var::CtaZ, 1),
+        expert: None,
     };
     let mut open = 0;
     if cz > 1 {
@@ -445,10 +534,13 @@ fn producer(pl: &Plan, ops: &mut OpTable, counts: Counts, rm: u64, rn: u64) -> P
                     .index(j, pl.tile_sf);
                 c.bulk("UTMALDG.2D", &[], &[urr(12, 2), urr(4, 2)], sf, pl.tile_sf as u32);
             }
-            let b = Addr::at(g.regions.b + b_off)
+            let mut b = Addr::at(g.regions.b + b_off)
                 .index(&t.nt, g.z * g.kps * pl.tile_b)
                 .index(&t.z, g.kps * pl.tile_b)
                 .index(j, pl.tile_b);
+            if let Some(e) = t.expert {
+                b = b.term(e, (g.tn * g.kps * pl.tile_b) as i64);
+            }
             c.bulk(load(pl.multicast && pl.cm > 1), &[], &[urr(16, 2), urr(4, 2)], b, b_bytes as u32);
             c.set_mask(u32::MAX);
             loop_control(c);

@@ -119,6 +119,8 @@
 //! checks (sim-core `sm/regalloc.rs`: a consumer waits for the release).
 
 mod ampere;
+pub mod grouped;
+pub mod grouped_params;
 mod hopper;
 pub mod params;
 mod reduce;
@@ -131,7 +133,7 @@ use std::fmt;
 use gpusim_configs::Arch;
 use gpusim_isa::{Semantics, Trace};
 
-pub use select::{Style, tuned_recipe};
+pub use select::{MulticastRule, Style, deepgemm_recipe, tuned_recipe};
 pub use twins::Twin;
 
 /// Input element type; accumulation is fp32.
@@ -535,7 +537,8 @@ pub fn k_iteration_mix(arch: &Arch, dtype: Dtype, block_scaled: bool, r: &Recipe
     Ok(roles)
 }
 
-/// Dynamic count of each op id one execution of `prog` issues (loops multiplied out, not walked).
+/// Dynamic count of each op id one execution of `prog` issues (loops multiplied out, not walked),
+/// with the per-CTA parameters of CTA (0, 0, 0), warp 0.
 pub fn dynamic_op_counts(prog: &gpusim_isa::Program) -> BTreeMap<gpusim_isa::OpId, u64> {
     dynamic_op_counts_with(prog, &prog.eval_params([0, 0, 0], 0))
 }

@@ -12,6 +12,11 @@
 //!   its launch and the fp32 partials read from memory.
 //!
 //! The candidate with the smallest estimate wins; ties go to the earlier (larger) tile.
+//!
+//! Block-scaled fp8 (the DeepGEMM recipe) is chosen as DeepGEMM chooses instead
+//! ([`deepgemm_recipe`]): never split-K, BLOCK_M/BLOCK_N (and multicast) so that the persistent
+//! tiles fill the SMs; the rules of its legacy Python heuristic (`get_best_configs`,
+//! ../shared/notes/kernel-designs.md §6).
 
 use gpusim_configs::Arch;
 
@@ -155,6 +160,11 @@ pub(crate) fn estimate(arch: &Arch, p: &GemmProblem, r: &Recipe) -> Option<f64> 
 /// The tuned recipe of `style` for `p` on `arch` (see the module documentation). Falls back to the
 /// first candidate when none fits (its [`super::generate`] then says why).
 pub fn tuned_recipe(arch: &Arch, p: &GemmProblem, style: Style) -> Recipe {
+    if p.block_scaled && style == Style::Hopper && p.batch == 1 {
+        let m_blocks = |bm: u64| p.m.div_ceil(bm);
+        let bms: &[u32] = if p.m <= 64 { &[64] } else { &[128] };
+        return Recipe::Hopper(deepgemm_recipe(arch, p, bms, &m_blocks, p.m, MulticastRule::Dense));
+    }
     let mut cands: Vec<Recipe> = match style {
         Style::Ampere => ampere_candidates(p.dtype).into_iter().map(Recipe::Ampere).collect(),
         Style::Hopper => hopper_candidates(p).into_iter().map(Recipe::Hopper).collect(),
@@ -218,4 +228,101 @@ pub fn tuned_recipe(arch: &Arch, p: &GemmProblem, style: Style) -> Recipe {
         }
     }
     best.map(|(_, r)| r).unwrap_or(fallback)
+}
+
+/// Which operand DeepGEMM may multicast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MulticastRule {
+    /// Dense GEMM: on A or on B, the larger block side first.
+    Dense,
+    /// M-grouped GEMM: only A (two CTAs of one m-block, so of one expert, share its rows); the
+    /// peer m-block of a B multicast may belong to another expert.
+    OnlyA,
+}
+
+/// BLOCK_N candidates of DeepGEMM's legacy heuristic (16..=128 by 8, 144, 160) that this recipe can
+/// build: its epilogue stores 32-column subtiles, so multiples of 32.
+const DEEPGEMM_BLOCK_NS: [u32; 5] = [32, 64, 96, 128, 160];
+
+/// DeepGEMM's choice for block-scaled fp8, and the same rules for the bf16 grouped GEMM (legacy `get_best_configs`, notes §6): for each BLOCK_M of
+/// `block_ms` and each BLOCK_N, the tiles (`m_blocks(BLOCK_M)·⌈N/BLOCK_N⌉`) over the persistent CTAs
+/// (one per SM) give the waves; the fewest waves win, then the fullest last wave, then the larger
+/// BLOCK_N. Never split-K. Stages: the most of 8..2 that are ≤ the k-blocks and fit. Multicast 2
+/// when `m_hint ≥ 512` and the multicast side divides evenly (`n` into 2·BLOCK_N for A, M into
+/// 2·BLOCK_M for B), tried on the larger block side first, and only when there is more than one
+/// wave (the current C++ heuristic rejects multicast with a single wave).
+pub fn deepgemm_recipe(
+    arch: &Arch,
+    p: &GemmProblem,
+    block_ms: &[u32],
+    m_blocks: &dyn Fn(u64) -> u64,
+    m_hint: u64,
+    rule: MulticastRule,
+) -> HopperRecipe {
+    // K per stage: 128 bytes of the input (DeepGEMM's BLOCK_K = 128 for fp8; 64 for bf16).
+    let bk = (128 / p.dtype.bytes()) as u32;
+    let sms = concurrent_ctas(arch, 1, 1).max(1);
+    let mut best: Option<((u64, i64, i64), HopperRecipe)> = None;
+    for &bm in block_ms {
+        let consumers = if bm > 64 { 2 } else { 1 };
+        for bn in DEEPGEMM_BLOCK_NS {
+            let tiles = m_blocks(bm as u64) * p.n.div_ceil(bn as u64);
+            let waves = tiles.div_ceil(sms).max(1);
+            let last = tiles - (waves - 1) * sms;
+            let r = HopperRecipe {
+                cta_m: bm,
+                cta_n: bn,
+                cta_k: bk,
+                stages: 2,
+                consumers,
+                cluster_m: 1,
+                cluster_n: 1,
+                multicast: false,
+                persistent: true,
+                raster_swizzle: 0,
+                split_k: 1,
+                epilogue: Epilogue::TmaStore,
+            };
+            let Some(Recipe::Hopper(r)) = fit_stages(arch, p, Recipe::Hopper(r)) else { continue };
+            let key = (waves, -(last as i64), -(bn as i64));
+            if best.is_none_or(|(k, _)| key < k) {
+                best = Some((key, r));
+            }
+        }
+    }
+    let Some(((waves, _, _), mut r)) = best else {
+        return HopperRecipe {
+            cta_m: block_ms.first().copied().unwrap_or(128),
+            cta_n: 128,
+            cta_k: bk,
+            stages: 4,
+            consumers: 2,
+            cluster_m: 1,
+            cluster_n: 1,
+            multicast: false,
+            persistent: true,
+            raster_swizzle: 0,
+            split_k: 1,
+            epilogue: Epilogue::TmaStore,
+        };
+    };
+    // Stages: no more than the k-blocks (DeepGEMM's `≤ k/128`), at least the recipe's 2.
+    r.stages = r.stages.min(p.k.div_ceil(bk as u64).max(2) as u32);
+    if m_hint >= 512 && waves > 1 && arch.sm.max_cluster_size >= 2 {
+        let on_a = p.n.is_multiple_of(2 * r.cta_n as u64);
+        let on_b = rule == MulticastRule::Dense && m_blocks(r.cta_m as u64).is_multiple_of(2);
+        let order = if r.cta_m > r.cta_n { [true, false] } else { [false, true] };
+        for a_side in order {
+            if (a_side && on_a) || (!a_side && on_b) {
+                // Multicast on A: the pair shares an m-block (a cluster along N); on B: along M.
+                let mut c = r;
+                (c.cluster_m, c.cluster_n, c.multicast) = if a_side { (1, 2, true) } else { (2, 1, true) };
+                if super::generate_check(arch, p, &Recipe::Hopper(c)).is_ok() {
+                    r = c;
+                    break;
+                }
+            }
+        }
+    }
+    r
 }

@@ -1,0 +1,233 @@
+//! M-grouped GEMMs in the DeepGEMM style (the expert GEMMs of a MoE layer): `G` groups (experts),
+//! each `D[g] = A[g] · B[g]ᵀ` with its own rows of A and its own `N×K` matrix B, in one launch
+//! (../shared/notes/kernel-designs.md §6).
+//!
+//! - **Contiguous** (`m_grouped_fp8_gemm_nt_contiguous`): A holds every group's rows one after
+//!   another, each group's segment padded to the m-alignment (128, DeepGEMM's `get_mk_alignment`),
+//!   so every m-block belongs to one expert; the tiles cover the padded total M × N. A group with
+//!   no rows contributes no m-block.
+//! - **Masked** (`m_grouped_fp8_gemm_nt_masked`, decode under CUDA graphs): A is
+//!   `[G, capacity, K]` and group `g` has `valid[g]` rows. The launch is sized for the capacity
+//!   (`G · ⌈capacity/BLOCK_M⌉ · ⌈N/BLOCK_N⌉` tiles), and the tiles past `⌈valid[g]/BLOCK_M⌉` do no
+//!   work; the last valid m-block of a group computes its whole `BLOCK_M` rows, so the padding
+//!   wasted is exactly `Σ (⌈valid/BLOCK_M⌉·BLOCK_M − valid)` rows.
+//!
+//! The kernel is the Hopper recipe ([`super::HopperRecipe`], fp8 block-scaled with its 1×128 /
+//! 128×128 scales and FFMA promotion, or bf16) with its grouped form (`hopper::Grouping`): one CTA
+//! per tile in the scheduler's order, the expert and whether the tile computes read per CTA from
+//! tables (the isa's `CtaParam`), so the trace holds one producer and one consumer program
+//! whatever the groups. Simulator convention: DeepGEMM's grid is persistent (one CTA per SM
+//! walking the tiles); here each tile is a CTA and the engine hands tiles to SMs in the same
+//! order, so a tile's pipeline fill is not overlapped with the previous tile's epilogue, and an
+//! idle masked tile costs a CTA launch (barrier set-up and exit) where DeepGEMM's scheduler skips
+//! it. Half-tiles whose rows are all padding are computed in full (DeepGEMM skips their math).
+//!
+//! The block selection is DeepGEMM's ([`super::deepgemm_recipe`]): contiguous fixes BLOCK_M to the
+//! alignment (128), masked picks 64 or 128 for the expected rows per group; multicast only on A.
+//! FLOPs follow DeepGEMM's test: contiguous counts the padded M, masked the valid rows.
+
+use std::fmt;
+use std::sync::Arc;
+
+use gpusim_configs::Arch;
+use gpusim_isa::Trace;
+
+use super::hopper::{self, Grouping};
+use super::select::{MulticastRule, deepgemm_recipe};
+use super::{Dtype, Epilogue, GemmProblem, HopperRecipe};
+
+/// DeepGEMM's m-alignment of contiguous groups (`get_mk_alignment_for_contiguous_layout`).
+pub const CONTIGUOUS_ALIGNMENT: u64 = 128;
+
+/// How the groups' rows are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    Contiguous,
+    Masked,
+}
+
+impl Layout {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Layout::Contiguous => "contiguous",
+            Layout::Masked => "masked",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Layout> {
+        match s.to_ascii_lowercase().as_str() {
+            "contiguous" | "contig" => Some(Layout::Contiguous),
+            "masked" => Some(Layout::Masked),
+            _ => None,
+        }
+    }
+}
+
+/// A grouped GEMM problem.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupedProblem {
+    /// Rows of each group (contiguous: its tokens; masked: its valid rows).
+    pub m: Vec<u64>,
+    pub n: u64,
+    pub k: u64,
+    pub dtype: Dtype,
+    pub block_scaled: bool,
+    pub layout: Layout,
+    /// Masked: rows per group the launch is sized for (≥ every `m`); 0 = the largest `m`.
+    pub capacity: u64,
+    /// Contiguous: rows each group's segment is padded to (0 = DeepGEMM's 128; the Triton
+    /// fused_moe pads each expert's sorted tokens to its BLOCK_M).
+    pub align: u64,
+}
+
+/// Largest number of groups.
+pub const MAX_GROUPS: u64 = 4096;
+
+impl GroupedProblem {
+    /// The contiguous alignment in effect.
+    pub fn alignment(&self) -> u64 {
+        if self.align > 0 { self.align } else { CONTIGUOUS_ALIGNMENT }
+    }
+
+    pub fn groups(&self) -> u64 {
+        self.m.len() as u64
+    }
+
+    /// The masked capacity in effect.
+    pub fn capacity(&self) -> u64 {
+        if self.capacity > 0 { self.capacity } else { self.m.iter().copied().max().unwrap_or(0).max(1) }
+    }
+
+    /// The FLOPs DeepGEMM's test counts: `2·M·N·K` with the padded M (contiguous) or the valid
+    /// rows (masked).
+    pub fn flops(&self) -> u64 {
+        let m: u64 = match self.layout {
+            Layout::Contiguous => self.m.iter().map(|&m| m.div_ceil(self.alignment()) * self.alignment()).sum(),
+            Layout::Masked => self.m.iter().sum(),
+        };
+        2 * m * self.n * self.k
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.m.is_empty() || self.groups() > MAX_GROUPS {
+            return Err(format!("groups = {} must be between 1 and {MAX_GROUPS}", self.groups()));
+        }
+        if self.m.iter().all(|&m| m == 0) {
+            return Err("every group is empty (no rows)".into());
+        }
+        if self.layout == Layout::Masked
+            && let Some(m) = self.m.iter().find(|&&m| m > self.capacity())
+        {
+            return Err(format!("a group's {m} valid rows exceed the masked capacity {}", self.capacity()));
+        }
+        if self.block_scaled && self.dtype != Dtype::Fp8 {
+            return Err(format!("block scaling is for fp8 inputs, not {}", self.dtype));
+        }
+        if !matches!(self.dtype, Dtype::Fp8 | Dtype::Bf16) {
+            return Err(format!("the grouped GEMM takes fp8 or bf16, not {}", self.dtype));
+        }
+        self.dense(128).validate()
+    }
+
+    /// The dense problem the plan sees for m-blocks of `bm` rows: every m-block's rows, one B.
+    fn dense(&self, bm: u64) -> GemmProblem {
+        let rows = self.m_blocks(bm) * bm;
+        GemmProblem {
+            m: rows.max(1),
+            n: self.n,
+            k: self.k,
+            batch: 1,
+            dtype: self.dtype,
+            block_scaled: self.block_scaled,
+        }
+    }
+
+    /// m-blocks of `bm` rows the launch covers.
+    pub fn m_blocks(&self, bm: u64) -> u64 {
+        match self.layout {
+            Layout::Contiguous => {
+                self.m.iter().map(|&m| m.div_ceil(self.alignment()) * self.alignment() / bm.max(1)).sum()
+            }
+            Layout::Masked => self.groups() * self.capacity().div_ceil(bm.max(1)),
+        }
+    }
+
+    /// The expert and whether it computes, per m-block of `bm` rows.
+    fn block_tables(&self, bm: u64) -> (Vec<i64>, Vec<i64>) {
+        let (mut expert, mut active) = (Vec::new(), Vec::new());
+        for (g, &m) in self.m.iter().enumerate() {
+            let blocks = match self.layout {
+                Layout::Contiguous => m.div_ceil(self.alignment()) * self.alignment() / bm,
+                Layout::Masked => self.capacity().div_ceil(bm),
+            };
+            for b in 0..blocks {
+                expert.push(g as i64);
+                active.push(i64::from(b * bm < m));
+            }
+        }
+        (expert, active)
+    }
+}
+
+impl fmt::Display for GroupedProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let total: u64 = self.m.iter().sum();
+        write!(f, "{} groups ({} rows", self.groups(), total)?;
+        if self.layout == Layout::Masked {
+            write!(f, ", capacity {}", self.capacity())?;
+        }
+        write!(f, ") x{}x{} {} {}", self.n, self.k, self.dtype, self.layout.name())?;
+        if self.block_scaled {
+            f.write_str(" block-scaled")?;
+        }
+        Ok(())
+    }
+}
+
+/// DeepGEMM's recipe for `p` on `arch` (module documentation).
+pub fn grouped_recipe(arch: &Arch, p: &GroupedProblem) -> HopperRecipe {
+    let total: u64 = p.m.iter().sum();
+    let (bms, hint): (&[u32], u64) = match p.layout {
+        Layout::Contiguous if p.alignment() < CONTIGUOUS_ALIGNMENT => (&[64], total),
+        Layout::Contiguous => (&[CONTIGUOUS_ALIGNMENT as u32], total),
+        // expected_m: the mean valid rows per group.
+        Layout::Masked => (&[64, 128], total.div_ceil(p.groups().max(1))),
+    };
+    let blocks = |bm: u64| p.m_blocks(bm);
+    // bf16: the same selection with 64-element k-blocks (128 bytes, the recipe's bf16 stage).
+    let mut r = deepgemm_recipe(arch, &p.dense(bms[0] as u64), bms, &blocks, hint, MulticastRule::OnlyA);
+    r.persistent = false;
+    r.split_k = 1;
+    r.epilogue = Epilogue::TmaStore;
+    r
+}
+
+/// The trace of the grouped GEMM `p` with recipe `r` (one kernel).
+pub fn generate_grouped(arch: &Arch, p: &GroupedProblem, r: &HopperRecipe) -> Result<Trace, String> {
+    p.validate()?;
+    let bm = r.cta_m as u64;
+    if bm == 0 || (p.layout == Layout::Contiguous && !p.alignment().is_multiple_of(bm)) {
+        return Err(format!("cta_m = {bm} must divide the contiguous alignment {}", p.alignment()));
+    }
+    if r.split_k != 1 || r.cluster_m != 1 {
+        return Err("a grouped GEMM never splits K and multicasts only A (split_k = 1, cluster_m = 1)".into());
+    }
+    let dense = p.dense(bm);
+    let (mut expert, mut active) = p.block_tables(bm);
+    let tm = expert.len() as u64;
+    let gx = tm.min(16);
+    let padded = (tm.div_ceil(gx) * gx) as usize;
+    expert.resize(padded, 0);
+    active.resize(padded, 0);
+    let grouping =
+        Grouping { groups: p.groups(), expert: Arc::from(expert), active: Arc::from(active), layout: p.layout.name() };
+    let pl = hopper::plan_grouped(arch, &dense, r, Some(grouping))?;
+    hopper::generate_plan(&dense, r, pl)
+}
+
+/// The rows the trace computes: every active m-block's `BLOCK_M` rows (tensor FLOPs executed are
+/// `2 · computed_rows · N' · K'`).
+pub fn computed_rows(p: &GroupedProblem, r: &HopperRecipe) -> u64 {
+    let bm = r.cta_m as u64;
+    p.block_tables(bm).1.iter().filter(|&&a| a == 1).count() as u64 * bm
+}
