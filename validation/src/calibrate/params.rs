@@ -121,14 +121,15 @@ pub fn resolve_params(base: &Arch, keys: &[String], allow_datasheet: bool) -> Re
         let value = v / scale;
         let (rlo, rhi) = (info.min.map(|m| m / scale), info.max.map(|m| m / scale));
         let lo = rlo.unwrap_or(0.0);
-        let default_hi = if value > 0.0 { 4.0 * value } else { 20000.0 };
-        let hi = rhi.unwrap_or(default_hi).max(lo);
-        let bounds_from = match (&info.range, rlo, rhi) {
-            (Some(r), _, Some(_)) => format!("schema range {r}"),
-            (Some(r), Some(_), None) => {
-                format!("schema range {r}; upper {}", if value > 0.0 { "4× preset" } else { "20000 (preset 0)" })
-            }
-            _ => format!("[0, {}]", if value > 0.0 { "4× preset" } else { "20000 (preset 0)" }),
+        // The schema's maximum is a plausibility limit (what the model can allocate or wait
+        // for), not a search range: the search goes up to 4× the preset at most.
+        let search_hi = if value > 0.0 { 4.0 * value } else { 20000.0 };
+        let hi = rhi.map_or(search_hi, |h| h.min(search_hi)).max(lo);
+        let upper = if value > 0.0 { "4× preset" } else { "20000 (preset 0)" };
+        let bounds_from = match (&info.range, rhi) {
+            (Some(r), Some(h)) if h <= search_hi => format!("schema range {r}"),
+            (Some(r), _) => format!("schema range {r}; upper {upper}"),
+            _ => format!("[0, {upper}]"),
         };
         out.push(CalParam { key: key.clone(), kind, preset_value: value, lo, hi, bounds_from });
     }
@@ -158,7 +159,8 @@ mod tests {
         assert_eq!((p[0].kind.clone(), p[0].preset_value, p[0].lo, p[0].hi), (ValueKind::Cycles, 264.0, 1.0, 1056.0));
         assert_eq!((p[1].kind.clone(), p[1].preset_value), (ValueKind::Nanos, 219.0));
         assert_eq!((p[2].kind.clone(), p[2].lo), (ValueKind::Int, 1.0));
-        // 2 µs from the H100 preset, in ns; no schema maximum, so the upper bound is 4× that.
+        // 2 µs from the H100 preset, in ns; the schema maximum (1 s) is far above, so the upper
+        // bound is 4× that.
         assert_eq!((p[3].kind.clone(), p[3].preset_value, p[3].hi), (ValueKind::Nanos, 2000.0, 8000.0));
         assert_eq!(p[1].show(219.5), "219.5 ns");
         let arch = apply_values(&b, &p, &[300.0, 250.5, 12.0, 1000.0]).unwrap();
