@@ -98,14 +98,14 @@ fn param_ranges_match_the_schema() {
     let p = param("sm.count").unwrap();
     assert_eq!((p.kind, p.min, p.max), (ParamKind::Integer, Some(1.0), Some(4096.0)));
     let p = param("l2.hit_latency").unwrap();
-    assert_eq!((p.kind, p.min, p.max), (ParamKind::Cycles, Some(1.0), None));
-    assert_eq!(p.range.as_deref(), Some("≥ 1 cycle"));
+    assert_eq!((p.kind, p.min, p.max), (ParamKind::Cycles, Some(1.0), Some(1e6)));
+    assert_eq!(p.range.as_deref(), Some("1 cycle ..= 1000000 cycles"));
     let p = param("hbm.row_size").unwrap();
     assert_eq!((p.kind, p.min), (ParamKind::Bytes, Some(32.0)));
     let p = param("sm.max_registers_per_thread").unwrap();
     assert_eq!((p.min, p.max), (Some(1.0), Some(255.0)));
     let p = param("hbm.latency").unwrap();
-    assert_eq!((p.kind, p.min, p.max), (ParamKind::Time, None, None));
+    assert_eq!((p.kind, p.min, p.max), (ParamKind::Time, None, Some(1e8)));
     assert_eq!(param("clocks.sm").unwrap().kind, ParamKind::Hertz);
     assert_eq!(param("hbm.bandwidth").unwrap().kind, ParamKind::BytesPerSec);
     assert_eq!(param("l2.slice_bandwidth").unwrap().kind, ParamKind::BytesPerCycle);
