@@ -112,6 +112,7 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
             std::fs::create_dir_all(dir)
                 .map_err(|e| CliError::input(format!("{}: cannot create: {e}", dir.display())))?;
             write(&dir.join("calibration.md"), &(c.markdown() + extra))?;
+            crate::report_cmd::write_html(&dir.join("calibration.html"), &html_document(&c))?;
         }
         Ok(())
     };
@@ -139,4 +140,44 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
         }
     }
     report(&transfers)
+}
+
+/// The calibration as a page of the one document model (as `correlate --report` writes
+/// correlation.html): provenance, the fitted parameters, the errors before and after and out of
+/// fold, and every case, each table sortable.
+fn html_document(c: &gpusim_validation::calibrate::Calibration) -> gpusim_reports::doc::Document {
+    use gpusim_reports::doc::{Block, Cell, Document, Section, Table};
+    let texts = |r: &[String]| r.iter().map(Cell::text).collect::<Vec<_>>();
+    let mut s = Section::new("Calibration");
+    s.push(Block::KeyValues(vec![
+        ("gpusim".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        ("preset".to_string(), c.preset.clone()),
+        ("preset config hash".to_string(), c.preset_hash.clone()),
+        ("data".to_string(), c.data_files.join(", ")),
+        ("cases used / skipped".to_string(), format!("{} / {}", c.cases.len(), c.skipped.len())),
+        ("simulations".to_string(), c.simulations.to_string()),
+    ]));
+    s.push(Block::Subheading("Parameters".into()));
+    s.push(Block::Table(Table {
+        columns: ["parameter", "preset", "fitted", "bounds", "bounds from"].map(String::from).to_vec(),
+        rows: c.param_rows().iter().map(|r| texts(r)).collect(),
+    }));
+    s.push(Block::Subheading("Errors".into()));
+    s.push(Block::Table(Table {
+        columns: ["", "MAPE", "weighted |ln(sim/meas)|"].map(String::from).to_vec(),
+        rows: c.error_rows().iter().map(|r| texts(r)).collect(),
+    }));
+    s.push(Block::Subheading("Cases".into()));
+    let opt = |v: Option<f64>| v.map_or(Cell::text("failed"), |x| Cell::num(x, 3));
+    s.push(Block::Table(Table {
+        columns: ["case", "kind", "measured", "before", "after"].map(String::from).to_vec(),
+        rows: c
+            .cases
+            .iter()
+            .map(|k| {
+                vec![Cell::text(&k.id), Cell::text(&k.kind), Cell::num(k.measured, 3), opt(k.before), opt(k.after)]
+            })
+            .collect(),
+    }));
+    Document { title: format!("gpusim calibrate --arch {}", c.preset), subtitle: String::new(), sections: vec![s] }
 }

@@ -90,6 +90,9 @@ fn calibrate(d: &Path, threads: &str) -> (String, String, String) {
     ]);
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    // The same report as one page of the document model.
+    let html = std::fs::read_to_string(rep.join("calibration.html")).unwrap();
+    assert!(html.contains("<table") && html.contains("l2.hit_latency") && !html.contains("http"), "{html}");
     (stdout, std::fs::read_to_string(out).unwrap(), std::fs::read_to_string(rep.join("calibration.md")).unwrap())
 }
 

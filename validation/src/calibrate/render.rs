@@ -14,7 +14,8 @@ fn pct(v: f64) -> String {
 }
 
 impl Calibration {
-    fn param_rows(&self) -> Vec<[String; 5]> {
+    /// Per fitted parameter: key, preset value, fitted value, bounds, where the bounds come from.
+    pub fn param_rows(&self) -> Vec<[String; 5]> {
         self.params
             .iter()
             .zip(&self.fitted)
@@ -30,7 +31,8 @@ impl Calibration {
             .collect()
     }
 
-    fn error_rows(&self) -> Vec<[String; 3]> {
+    /// Per error measure: what, MAPE, weighted |ln(sim/meas)|.
+    pub fn error_rows(&self) -> Vec<[String; 3]> {
         let mut rows = vec![
             ["before (preset), all cases".to_string(), pct(self.before.mape), format!("{:.4}", self.before.wlog)],
             ["after (final fit), all cases".to_string(), pct(self.after.mape), format!("{:.4}", self.after.wlog)],
