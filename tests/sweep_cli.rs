@@ -374,3 +374,23 @@ fn the_next_gen_example_study_is_valid() {
         assert!(out.contains(&format!("workload {w} ")), "{w}: {out}");
     }
 }
+
+#[test]
+fn a_study_on_a_chip_file_with_a_cost_reports_to_html() {
+    // The README's pair of commands on a chip file (not a preset name) with a cost expression:
+    // the report takes each point's cost from the manifest, as the sweep worked it out.
+    let d = workdir("sweep-report-file-arch");
+    let study = d.join("study.toml");
+    let text = format!(
+        "name = \"file-arch\"\narch = {:?}\ncost = \"sm.count * clocks.sm\"\n\n[vary]\n\"sm.count\" = [128, 160]\n\n[[workload]]\ntrace = {:?}\n",
+        s(&root().join("configs/arch/next.toml")),
+        s(&root().join("examples/two_streams.trace"))
+    );
+    std::fs::write(&study, text).unwrap();
+    let out = d.join("out");
+    ok(&["sweep", s(&study), "-o", s(&out)]);
+    let html = d.join("report.html");
+    ok(&["report", s(&out), "-o", s(&html)]);
+    let page = read(&html);
+    assert!(page.contains("Pareto"), "the cost gives a Pareto front");
+}

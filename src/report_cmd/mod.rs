@@ -334,13 +334,18 @@ fn sensitivity(st: &Study) -> Section {
     s
 }
 
-/// Cost per point: the manifest's numeric values, else the base arch with the point's values
-/// applied (for keys the study does not vary).
+/// Cost per point: what the sweep recorded in the manifest; for a manifest without it, worked
+/// out from the point's numeric values, else the base arch with the point's values applied (for
+/// keys the study does not vary).
 fn costs(st: &Study, expr: &str) -> CliResult<Vec<f64>> {
     let m = &st.manifest;
     let mut base = None;
     let mut out = Vec::new();
     for pt in &m.points {
+        if let Some(c) = pt.cost {
+            out.push(c);
+            continue;
+        }
         let mut lookup = |key: &str| -> Result<f64, String> {
             if let Some(v) = pt.numeric.get(key) {
                 return Ok(*v);

@@ -54,6 +54,10 @@ pub struct Point {
     pub config_hash: String,
     pub values: BTreeMap<String, String>,
     pub numeric: BTreeMap<String, f64>,
+    /// The study's cost at this point, as `gpusim sweep` worked it out (absent in manifests
+    /// without a cost, or written before the sweep recorded it).
+    #[serde(default)]
+    pub cost: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
