@@ -1,4 +1,4 @@
-//! A mutation campaign in the test suite (issue 15): the shipped examples, traces and presets,
+//! A mutation campaign in the test suite (issue 15): the seed corpus (fuzz/seeds: examples, bad inputs, GEMM and ubench traces) and the presets,
 //! mutated at random with a fixed seed, go through every entry point a user's file reaches —
 //! the text, binary and Accel-Sim trace readers, and chip loading with validation followed by a
 //! short simulation. None may panic; a chip that loads must simulate (or fail with an error).
@@ -159,7 +159,9 @@ fn drain(src: &mut dyn TraceSource, cap: u64) {
 
 fn seeds(ext: &str) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    for dir in ["examples", "tests/bad-inputs", "fuzz/corpus/text_reader"] {
+    // The committed seed corpus of the fuzz targets: the examples, the bad inputs, GEMM and
+    // microbenchmark traces.
+    for dir in ["fuzz/seeds/text_reader"] {
         for e in std::fs::read_dir(root().join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == ext) {
@@ -225,25 +227,7 @@ fn mutated_accelsim_traces_never_panic_the_importer() {
 
 /// One CTA touching every part of the model: FMAs, a global load and store, shared memory, a
 /// barrier.
-const PROBE: &str = "gpusim-trace 1
-kernel probe
-  grid 4 1 1
-  block 64 1 1
-  smem 1024
-  program p
-    S2R R0
-    IMAD.WIDE R2x2 <- R0 R9
-    LDG.E R4 <- R2x2 addr=0x10000+256*cta.x+128*warp
-    FFMA R7 <- R4 R4 R4
-    STS <- R5 R7 addr=0+128*warp
-    BAR.SYNC
-    LDS R6 <- R5 addr=0+4*warp
-    STG.E <- R2x2 R6 addr=0x20000+256*cta.x+128*warp
-    EXIT
-  end
-  warps 0..1 p
-end
-";
+const PROBE: &str = include_str!("../fuzz/probe.trace");
 
 #[test]
 fn mutated_chips_either_fail_to_load_or_simulate() {

@@ -73,12 +73,12 @@ pub fn expand(axes: &[Axis], zip: &[Vec<String>], method: &Method) -> Result<Exp
             if n == 0 {
                 return Err("a Latin hypercube needs at least 1 point".into());
             }
-            let mut rng = SplitMix64(*seed);
+            let mut rng = gpusim_workloads::rng::SplitMix64(*seed);
             rows = vec![vec![String::new(); axes.len()]; n];
             for (g, &len) in groups.iter().zip(&lens) {
                 let mut perm: Vec<usize> = (0..n).collect();
                 for i in (1..n).rev() {
-                    perm.swap(i, rng.below(i + 1));
+                    perm.swap(i, rng.below(i as u64 + 1) as usize);
                 }
                 for (row, &stratum) in rows.iter_mut().zip(&perm) {
                     let t = (stratum as f64 + rng.unit()) / n as f64;
@@ -153,27 +153,6 @@ fn groups(axes: &[Axis], zip: &[Vec<String>]) -> Result<Vec<Vec<usize>>, String>
         }
     }
     Ok(out)
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a small seeded generator, the same on every platform.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1): the top 53 bits.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Uniform in 0..n (n ≤ 2^32, so the modulo bias is below 2^-32).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub mod gemm;
 pub mod moe;
 pub mod params;
 pub mod registry;
+pub mod rng;
 pub mod ubench;
 
 pub use params::WorkloadError;

@@ -67,30 +67,6 @@ pub fn parse_counts(text: &str) -> Result<Vec<u64>, String> {
     Ok(out)
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014): small, seedable, good enough for routing draws.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n ≥ 1), by rejection (no modulo bias).
-    fn below(&mut self, n: u64) -> u64 {
-        let zone = u64::MAX - u64::MAX % n;
-        loop {
-            let x = self.next();
-            if x < zone {
-                return x % n;
-            }
-        }
-    }
-}
-
 /// Tokens per expert for `tokens` tokens each picking `topk` distinct of `experts` experts.
 pub fn expert_counts(tokens: u64, experts: u64, topk: u64, routing: &Routing, seed: u64) -> Result<Vec<u64>, String> {
     if experts == 0 || topk == 0 || topk > experts {
@@ -109,7 +85,7 @@ pub fn expert_counts(tokens: u64, experts: u64, topk: u64, routing: &Routing, se
         }
         return Ok(c.clone());
     }
-    let mut rng = Rng(seed ^ 0x6d6f_655f_726f_7574);
+    let mut rng = crate::rng::SplitMix64(seed ^ 0x6d6f_655f_726f_7574);
     // Integer weights: uniform 1 each; Zipf 2^40/(rank+1)^s over a shuffled ranking.
     let weights: Vec<u64> = match routing {
         Routing::Zipf(s) => {

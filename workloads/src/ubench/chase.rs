@@ -148,7 +148,7 @@ impl PointerChase {
         }
         // The first k entries of a Fisher–Yates shuffle of 0..n: a uniformly random k-subset in
         // random order. Entries moved so far live in `moved`; the rest are the identity.
-        let mut rng = SplitMix64(self.seed);
+        let mut rng = crate::rng::SplitMix64(self.seed);
         let mut moved: BTreeMap<u64, u64> = BTreeMap::new();
         let mut out = Vec::with_capacity(k as usize);
         for i in 0..k {
@@ -164,31 +164,6 @@ impl PointerChase {
     /// Address of the sink the final pointer is stored to: past the footprint, on its own page.
     pub fn sink_address(&self) -> u64 {
         self.base_address + round_up(self.footprint_bytes, 2 << 20)
-    }
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a small, fast, well-mixed deterministic generator.
-#[derive(Clone, Debug)]
-pub(crate) struct SplitMix64(pub(crate) u64);
-
-impl SplitMix64 {
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n ≥ 1), by rejection so that no value is favoured.
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        let zone = u64::MAX - (u64::MAX % n);
-        loop {
-            let x = self.next_u64();
-            if x < zone {
-                return x % n;
-            }
-        }
     }
 }
 
