@@ -2,7 +2,6 @@
 //! `points/<id>/<workload>.json`). Point files not yet written are counted as missing, not an
 //! error: a report of an unfinished study shows what is there.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -10,55 +9,9 @@ use serde::Deserialize;
 use super::view::RunView;
 use crate::error::{CliError, CliResult};
 
-#[derive(Debug, Deserialize)]
-pub struct Manifest {
-    pub schema: u32,
-    pub study: String,
-    pub base_arch: String,
-    pub gpusim_version: String,
-    pub git_hash: Option<String>,
-    pub params: Vec<Param>,
-    pub cost: Option<Cost>,
-    pub workloads: Vec<Workload>,
-    pub points: Vec<Point>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Param {
-    pub key: String,
-    #[serde(default)]
-    pub unit: String,
-    #[serde(default)]
-    pub description: String,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Cost {
-    pub expr: String,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Workload {
-    pub name: String,
-    pub source: String,
-    pub hash: String,
-    #[serde(default)]
-    pub per_point: bool,
-    pub flops: Option<f64>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Point {
-    pub index: usize,
-    pub id: String,
-    pub config_hash: String,
-    pub values: BTreeMap<String, String>,
-    pub numeric: BTreeMap<String, f64>,
-    /// The study's cost at this point, as `gpusim sweep` worked it out (absent in manifests
-    /// without a cost, or written before the sweep recorded it).
-    #[serde(default)]
-    pub cost: Option<f64>,
-}
+// The manifest is the sweep's own type: one definition of the study format, written by
+// `gpusim sweep` and read here.
+pub use crate::sweep::output::{Manifest, ParamEntry as Param};
 
 #[derive(Debug, Deserialize)]
 struct PointFile {
@@ -69,7 +22,7 @@ struct PointFile {
 }
 
 /// The manifest schema this reader knows.
-pub const MANIFEST_SCHEMA: u32 = 1;
+pub use crate::sweep::output::MANIFEST_SCHEMA;
 
 /// A study as read: the manifest and each finished (point, workload) run.
 pub struct Study {

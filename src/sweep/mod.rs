@@ -17,7 +17,7 @@ mod cost;
 mod design;
 mod execute;
 mod merge;
-mod output;
+pub(crate) mod output;
 mod prepare;
 mod shard;
 mod shared_trace;

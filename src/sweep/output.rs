@@ -27,7 +27,9 @@ pub struct Manifest {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ParamEntry {
     pub key: String,
+    #[serde(default)]
     pub unit: String,
+    #[serde(default)]
     pub description: String,
 }
 
@@ -43,6 +45,7 @@ pub struct WorkloadEntry {
     /// The trace's hash: of the file's bytes, or of the generated trace's text on the base chip.
     pub hash: String,
     /// Generated again for each point because the recipe differs between the points' chips.
+    #[serde(default)]
     pub per_point: bool,
     /// The workload's FLOPs when known before running; the sweep leaves it `null` (every
     /// point's report has the FLOPs it simulated).
@@ -59,6 +62,7 @@ pub struct PointEntry {
     /// The same values in SI base units (`Arch::value`); text parameters are absent.
     pub numeric: BTreeMap<String, f64>,
     /// The study's cost expression at this point (an addition to the first contract).
+    #[serde(default)]
     pub cost: Option<f64>,
 }
 
