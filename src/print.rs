@@ -64,6 +64,22 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
         if k.clock_mhz < sm_clock_mhz { ", power-limited under tensor load" } else { "" },
         thousands(k.start_cycle)
     );
+    if let Some(s) = &k.sampled {
+        let _ = writeln!(
+            out,
+            "  sampled      {} of {} CTAs skipped, {} cycles extrapolated from {} measured waves: ±{:.2}% estimated{}",
+            thousands(s.skipped_ctas),
+            thousands(s.skipped_ctas + s.detailed_ctas),
+            thousands(s.extrapolated_cycles),
+            s.measured_waves,
+            s.error_pct,
+            if s.overlapped {
+                " (another kernel overlapped its tail: its timing ignores the skipped cycles)"
+            } else {
+                ""
+            }
+        );
+    }
     let _ = writeln!(out, "  warp insts   {}  (IPC {:.2} per active SM)", thousands(k.warp_instructions), k.ipc);
     let _ = writeln!(
         out,

@@ -53,6 +53,11 @@ pub struct RunArgs {
     /// built (sim_core::footprint).
     #[arg(long, default_value = "4 GiB", value_parser = parse_bytes)]
     pub max_memory: gpusim_configs::Bytes,
+    /// Sample long grids: simulate the ramp-up, a few steady waves and the tail in detail and
+    /// extrapolate the waves between (the report marks sampled kernels and gives an error
+    /// estimate). Optionally the waves of each part, `WARMUP:MEASURE:TAIL` (default `1:2:1`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "1:2:1", value_name = "WARMUP:MEASURE:TAIL", value_parser = parse_sample)]
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Trace: gpusim text or binary, an Accel-Sim kernelslist.g, or a folder holding one.
     pub trace: PathBuf,
 }
@@ -68,6 +73,20 @@ pub fn load_arch(name: &str, clock_mhz: Option<f64>) -> CliResult<Arch> {
         gpusim_configs::validate(&arch).map_err(|e| CliError::input(format!("--clock-mhz {mhz}: {e}")))?;
     }
     Ok(arch)
+}
+
+/// `WARMUP:MEASURE:TAIL` waves of `--sample`.
+pub fn parse_sample(s: &str) -> Result<gpusim_sim_core::SampleOptions, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let bad =
+        || format!("`{s}`: expected WARMUP:MEASURE:TAIL waves, e.g. `1:2:1` (warm-up ≥ 1, measure ≥ 2, tail ≥ 1)");
+    let [w, m, t] = parts.as_slice() else { return Err(bad()) };
+    let n = |x: &str| x.trim().parse::<u32>().ok().filter(|&v| v <= 1000);
+    let (Some(w), Some(m), Some(t)) = (n(w), n(m), n(t)) else { return Err(bad()) };
+    if w < 1 || m < 2 || t < 1 {
+        return Err(bad());
+    }
+    Ok(gpusim_sim_core::SampleOptions { warmup_waves: w, measure_waves: m, tail_waves: t })
 }
 
 fn parse_bytes(s: &str) -> Result<gpusim_configs::Bytes, String> {
@@ -207,7 +226,7 @@ pub fn run(a: RunArgs) -> CliResult {
         }
     }
     let stop = crate::interrupt::install()?;
-    let opts = SimOptions { memory_model: a.memory_model.clone(), stop: Some(stop) };
+    let opts = SimOptions { memory_model: a.memory_model.clone(), stop: Some(stop), sample: a.sample };
     if a.timeline_max_ctas == 0 {
         return Err(CliError::input("--timeline-max-ctas: must be at least 1"));
     }

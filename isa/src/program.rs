@@ -361,6 +361,33 @@ impl Program {
         walk(&self.steps, 0, self.steps.len(), &params)
     }
 
+    /// Calls `f(inst, n)` for every instruction of the program with `n`, the number of times the
+    /// warp `warp` of CTA `cta` executes it (loops expanded, saturating; instructions in loops of
+    /// zero trips are not visited). What a simulator needs to count a warp's work without
+    /// issuing it: the sum of every `n` is [`Program::dynamic_len_for`].
+    pub fn for_each_executed(&self, cta: [u32; 3], warp: u32, mut f: impl FnMut(&Inst, u64)) {
+        let params = if self.params.is_empty() { [0; MAX_PARAMS] } else { self.eval_params(cta, warp) };
+        let mut mult = [1u64; MAX_LOOP_DEPTH + 1];
+        let mut depth = 0usize;
+        for step in &self.steps {
+            match step {
+                Step::Inst(i) => {
+                    if mult[depth] > 0 {
+                        f(i, mult[depth]);
+                    }
+                }
+                Step::Loop { count, .. } => {
+                    // Program::check bounds the depth; a malformed program only loses counts.
+                    let c = count.resolve(&params) as u64;
+                    let next = (depth + 1).min(MAX_LOOP_DEPTH);
+                    mult[next] = mult[depth].saturating_mul(c);
+                    depth = next;
+                }
+                Step::EndLoop { .. } => depth = depth.saturating_sub(1),
+            }
+        }
+    }
+
     /// Checks the structural invariants that readers and builders must guarantee: loops are
     /// balanced and nest at most [`MAX_LOOP_DEPTH`] deep, every `MemRef` points inside `exprs`
     /// and `lane_offsets`. Returns a description of the first violation.

@@ -15,11 +15,17 @@ fn walked_total(k: &KernelTrace) -> u64 {
         for (w, p) in cta.warps.iter().enumerate() {
             let mut cur = Cursor::new(p, cta.coord.as_array(), w as u32);
             let mut n = 0u64;
-            while cur.peek(p).is_some() {
+            let mut walked = std::collections::BTreeMap::<(u16, u32), u64>::new();
+            while let Some(i) = cur.peek(p) {
+                *walked.entry((i.op, i.pc)).or_default() += 1;
                 cur.advance();
                 n += 1;
             }
             assert_eq!(n, p.dynamic_len_for(cta.coord.as_array(), w as u32));
+            // `for_each_executed` counts what the cursor walks, instruction by instruction.
+            let mut counted = std::collections::BTreeMap::<(u16, u32), u64>::new();
+            p.for_each_executed(cta.coord.as_array(), w as u32, |i, m| *counted.entry((i.op, i.pc)).or_default() += m);
+            assert_eq!(counted, walked);
             total += n;
         }
     }

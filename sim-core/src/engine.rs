@@ -16,6 +16,7 @@ use crate::mem::{self, MemorySystem};
 use crate::observer::{CtaEvent, MemSample, NoObserver, Observer, SmSample};
 use crate::occupancy::occupancy;
 use crate::report::{Partial, Report, build_report, build_report_refs};
+use crate::sample::{KernelSampler, SampleOptions};
 use crate::sm::{CtaDone, Sm};
 
 /// Options of one run that are not properties of the chip.
@@ -28,6 +29,9 @@ pub struct SimOptions {
     /// run ends with [`SimErrorKind::Interrupted`] and a partial report of everything so far.
     /// Read with a relaxed load every [`STOP_POLL`] steps of the event loop.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Sample long grids ([`crate::sample`]): skip steady waves and extrapolate them. `None`
+    /// simulates every CTA in detail.
+    pub sample: Option<SampleOptions>,
 }
 
 /// Event-loop steps between two looks at [`SimOptions::stop`].
@@ -106,6 +110,9 @@ struct Engine<'a, O: Observer> {
     sample_every: Option<u64>,
     next_sample: u64,
     samples: Vec<SmSample>,
+    /// [`SimOptions::sample`], and each kernel's sampler (`None`: detailed throughout).
+    sample: Option<SampleOptions>,
+    samplers: Vec<Option<KernelSampler>>,
 }
 
 /// Runs every kernel of `source` on `arch`.
@@ -175,6 +182,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             sample_every,
             next_sample: sample_every.unwrap_or(u64::MAX),
             samples: Vec::new(),
+            sample: opts.sample,
+            samplers: Vec::new(),
         })
     }
 
@@ -226,6 +235,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         k.sync_ops(ks.ops(), self.arch);
         let kernels = &self.kernels;
         let ready = self.deps.add(idx, k.info.stream, &k.info.deps, |d| kernels[d].finished().then(|| kernels[d].end));
+        self.samplers.push(self.sample.and_then(|o| KernelSampler::new(o, k.info.num_ctas())));
         self.kernels.push(k);
         self.feeds.push(Feed::default());
         self.arrived.push(vec![0; self.sms.len().div_ceil(64)]);
@@ -452,6 +462,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             let k = &mut self.kernels[kidx];
             self.sms[d.sm as usize].retire(d.cta_slot, d.at, k);
             k.ctas_done += 1;
+            if let Some(s) = self.samplers[kidx].as_mut() {
+                s.on_retire(k, d.at, self.active.len() == 1);
+            }
             if k.first_retire.is_none() {
                 k.first_retire = Some(k.mark(d.at));
             }
@@ -466,6 +479,12 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// Kernel `kidx` retired its last CTA: its successors may launch.
     fn finish_kernel(&mut self, kidx: usize) {
+        if let Some(s) = self.samplers[kidx].take() {
+            // The skipped waves' cycles: the kernel ends that much later, and the engine idles
+            // through them (nothing else runs: sampling needs the kernel to be alone).
+            s.finish(&mut self.kernels[kidx]);
+            self.last_issue = self.last_issue.max(self.kernels[kidx].end);
+        }
         let end = self.kernels[kidx].end;
         self.obs.kernel_end(&self.kernels[kidx].info, end);
         self.active.retain(|&k| k != kidx);
@@ -514,6 +533,22 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// The next CTA from the trace (checked), or `None` when the kernel has handed out all.
     fn pull(&mut self, kidx: usize, ks: &mut dyn KernelSource) -> Result<Option<CtaTrace>, SimError> {
+        loop {
+            let cta = self.pull_one(kidx, ks)?;
+            if let Some(c) = &cta
+                && self.kernels[kidx].info.cluster.count() <= 1
+                && let Some(s) = self.samplers[kidx].as_mut()
+                && s.skipping()
+            {
+                s.skip(&self.kernels[kidx], c);
+                continue;
+            }
+            return Ok(cta);
+        }
+    }
+
+    /// [`Engine::pull`] without sampling.
+    fn pull_one(&mut self, kidx: usize, ks: &mut dyn KernelSource) -> Result<Option<CtaTrace>, SimError> {
         let cta = match ks.next_cta() {
             Ok(Some(c)) => c,
             Ok(None) => {
@@ -627,7 +662,18 @@ impl<'a, O: Observer> Engine<'a, O> {
             if members.len() < size && !self.kernels[kidx].source_done {
                 return Ok(());
             }
-            let Some(plan) = self.plan_cluster(kidx, members.len()) else { return Ok(()) };
+            let n = members.len();
+            if let Some(s) = self.samplers[kidx].as_mut()
+                && s.skipping()
+            {
+                // Sampling skips whole clusters.
+                let (_, members) = self.feeds[kidx].cluster_buf.pop_first().expect("checked above");
+                for cta in &members {
+                    s.skip(&self.kernels[kidx], cta);
+                }
+                continue;
+            }
+            let Some(plan) = self.plan_cluster(kidx, n) else { return Ok(()) };
             let (_, members) = self.feeds[kidx].cluster_buf.pop_first().expect("checked above");
             for (cta, sm) in members.into_iter().zip(plan) {
                 self.place(kidx, sm, cta);

@@ -76,6 +76,8 @@ pub struct KernelRun {
     /// When a CTA slot first freed with no CTA left to fill it: the tail begins (the steady
     /// window's end). Set only after `first_retire`.
     pub first_idle_slot: Option<TrafficMark>,
+    /// How the kernel was sampled ([`crate::sample`]); `None` when every CTA ran in detail.
+    pub sampled: Option<crate::sample::Sampled>,
 }
 
 impl KernelRun {
@@ -98,6 +100,7 @@ impl KernelRun {
             sm_resident: vec![(0, 0); sms],
             first_retire: None,
             first_idle_slot: None,
+            sampled: None,
         }
     }
 

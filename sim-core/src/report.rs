@@ -13,7 +13,7 @@ use crate::sol::{SolInput, SpeedOfLight, speed_of_light};
 use crate::stats::{MemTraffic, StallReason};
 
 /// Schema version of [`Report`]'s JSON form.
-pub const REPORT_SCHEMA_VERSION: u32 = 3;
+pub const REPORT_SCHEMA_VERSION: u32 = 4;
 
 /// A whole run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -108,6 +108,10 @@ pub struct KernelReport {
     /// Speed of light: each compute unit and memory level as a percentage of its peak, the
     /// bottleneck verdict and the roofline data ([`crate::sol`]).
     pub sol: SpeedOfLight,
+    /// Set when the kernel was sampled (`gpusim run --sample`): what was skipped and
+    /// extrapolated, and the error estimate. Absent from the JSON of a detailed kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<crate::sample::Sampled>,
 }
 
 /// The part of a kernel's run between its ramp-up and its tail: from the first CTA's
@@ -215,7 +219,7 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
         stream: k.info.stream,
         grid: k.info.grid.as_array(),
         block: k.info.block.as_array(),
-        ctas: k.ctas_done,
+        ctas: k.ctas_done + k.sampled.as_ref().map_or(0, |s| s.skipped_ctas),
         start_cycle: start,
         end_cycle: k.end,
         cycles,
@@ -259,6 +263,7 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
             _ => None,
         },
         sol,
+        sampled: k.sampled.clone(),
     }
 }
 
