@@ -54,9 +54,11 @@ pub struct RunArgs {
     #[arg(long, default_value = "4 GiB", value_parser = parse_bytes)]
     pub max_memory: gpusim_configs::Bytes,
     /// Sample long grids: simulate the ramp-up, a few steady waves and the tail in detail and
-    /// extrapolate the waves between (the report marks sampled kernels and gives an error
-    /// estimate). Optionally the waves of each part, `WARMUP:MEASURE:TAIL` (default `1:2:1`).
-    #[arg(long, num_args = 0..=1, default_missing_value = "1:2:1", value_name = "WARMUP:MEASURE:TAIL", value_parser = parse_sample)]
+    /// extrapolate the waves between; a grid of one wave skips iterations of its CTAs' main
+    /// loop once their throughput is steady (the report marks sampled kernels and gives an
+    /// error estimate). Optionally the waves of each part, `WARMUP:MEASURE:TAIL[:REWARM]`
+    /// (default `2:4:1:1`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "2:4:1:1", value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = parse_sample)]
     pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Trace: gpusim text or binary, an Accel-Sim kernelslist.g, or a folder holding one.
     pub trace: PathBuf,
@@ -75,18 +77,28 @@ pub fn load_arch(name: &str, clock_mhz: Option<f64>) -> CliResult<Arch> {
     Ok(arch)
 }
 
-/// `WARMUP:MEASURE:TAIL` waves of `--sample`.
+/// `WARMUP:MEASURE:TAIL[:REWARM]` waves of `--sample`.
 pub fn parse_sample(s: &str) -> Result<gpusim_sim_core::SampleOptions, String> {
-    let parts: Vec<&str> = s.split(':').collect();
-    let bad =
-        || format!("`{s}`: expected WARMUP:MEASURE:TAIL waves, e.g. `1:2:1` (warm-up ≥ 1, measure ≥ 2, tail ≥ 1)");
-    let [w, m, t] = parts.as_slice() else { return Err(bad()) };
-    let n = |x: &str| x.trim().parse::<u32>().ok().filter(|&v| v <= 1000);
-    let (Some(w), Some(m), Some(t)) = (n(w), n(m), n(t)) else { return Err(bad()) };
+    let bad = || {
+        format!(
+            "`{s}`: expected WARMUP:MEASURE:TAIL[:REWARM] waves, e.g. `2:4:1:1` (warm-up ≥ 1, measure ≥ 2, tail ≥ 1, re-warm ≥ 0)"
+        )
+    };
+    let n: Vec<u32> = s
+        .split(':')
+        .map(|x| x.trim().parse::<u32>().ok().filter(|&v| v <= 1000))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    let d = gpusim_sim_core::SampleOptions::default();
+    let (w, m, t, r) = match n.as_slice() {
+        [w, m, t] => (*w, *m, *t, d.rewarm_waves),
+        [w, m, t, r] => (*w, *m, *t, *r),
+        _ => return Err(bad()),
+    };
     if w < 1 || m < 2 || t < 1 {
         return Err(bad());
     }
-    Ok(gpusim_sim_core::SampleOptions { warmup_waves: w, measure_waves: m, tail_waves: t })
+    Ok(gpusim_sim_core::SampleOptions { warmup_waves: w, measure_waves: m, tail_waves: t, rewarm_waves: r })
 }
 
 fn parse_bytes(s: &str) -> Result<gpusim_configs::Bytes, String> {

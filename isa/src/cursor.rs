@@ -3,7 +3,7 @@
 //! A cursor is a few words of plain data (no allocation), so the simulator keeps one per warp
 //! slot and advances it as the warp issues.
 
-use crate::program::{Inst, Lanes, MAX_LOOP_DEPTH, MAX_PARAMS, NUM_VARS, PARAM_BASE, Program, Step, Var};
+use crate::program::{Inst, Lanes, LoopNest, MAX_LOOP_DEPTH, MAX_PARAMS, NUM_VARS, PARAM_BASE, Program, Step, Var};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct LoopFrame {
@@ -24,6 +24,12 @@ pub struct Cursor {
     fixed: [i64; 4],
     /// Values of the program's parameters `p0..p7` for this CTA and warp.
     params: [i64; MAX_PARAMS],
+    /// A pending skip of the main loop nest ([`Cursor::skip_iterations`]): when flat iteration
+    /// `skip_at` (never 0) is about to begin, jump to `skip_to`. `skip_at == 0`: none.
+    skip_at: u64,
+    skip_to: u64,
+    skip_step: u32,
+    skip_levels: u8,
 }
 
 impl Cursor {
@@ -60,6 +66,22 @@ impl Cursor {
                 }
                 Step::EndLoop { .. } => {
                     let d = self.depth as usize - 1;
+                    if self.skip_at != 0 && d + 1 == self.skip_levels as usize && self.frames[0].start == self.skip_step
+                    {
+                        let flat = self.frames[..=d].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64);
+                        if flat + 1 == self.skip_at {
+                            // Jump over flat iterations skip_at..skip_to: set every level's
+                            // counter to iteration skip_to and run its body.
+                            let mut t = self.skip_to;
+                            for f in self.frames[..=d].iter_mut().rev() {
+                                f.iter = (t % f.count as u64) as u32;
+                                t /= f.count as u64;
+                            }
+                            self.skip_at = 0;
+                            self.pc = self.frames[d].start + 1;
+                            continue;
+                        }
+                    }
                     let f = &mut self.frames[d];
                     f.iter += 1;
                     if f.iter < f.count {
@@ -71,6 +93,32 @@ impl Cursor {
                 }
             }
         }
+    }
+
+    /// Makes the warp skip flat iterations `from..to` of its main loop nest `nest` (from
+    /// [`Program::loop_nest`] with this cursor's parameters): it runs iterations `0..from`, then
+    /// `to..`, with loop variables (and so addresses) of the iterations it runs. Ignored unless
+    /// `0 < from < to < nest.trips`. Every warp of a CTA that synchronises with the others must
+    /// skip the same iterations, so that barrier arrivals and waits still pair up.
+    pub fn skip_iterations(&mut self, nest: &LoopNest, from: u64, to: u64) {
+        if from == 0 || from >= to || to >= nest.trips {
+            return;
+        }
+        self.skip_at = from;
+        self.skip_to = to;
+        self.skip_step = nest.step;
+        self.skip_levels = nest.levels;
+    }
+
+    /// The flat iteration of `nest` the warp is in (0 while still before the nest), or `None`
+    /// once it has left the nest. Meaningful after a [`Cursor::peek`] (which steps over loop
+    /// markers).
+    pub fn nest_iteration(&self, nest: &LoopNest) -> Option<u64> {
+        let levels = nest.levels as usize;
+        if self.depth as usize >= levels && self.frames[0].start == nest.step {
+            return Some(self.frames[..levels].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64));
+        }
+        (self.depth == 0 && self.pc <= nest.step).then_some(0)
     }
 
     /// Moves past the instruction returned by the last [`Cursor::peek`].
@@ -167,5 +215,64 @@ mod tests {
         assert_eq!(seen.last().unwrap().0, 2);
         assert!(seen.iter().all(|s| s.0 != 9));
         assert_eq!(seen[1].2, seen[1].1 + 4);
+    }
+
+    /// A two-level nest (3 × 4 flat iterations, each with an inner loop of 2) skipped from flat
+    /// iteration 2 to 9: the warp runs iterations 0, 1, 9, 10, 11 with their own loop variables,
+    /// and issues what `loop_nest` says it skips fewer instructions.
+    #[test]
+    fn skips_flat_iterations_of_the_main_nest() {
+        let mut b = ProgramBuilder::new("p");
+        b.inst(Inst::new(0));
+        b.begin_loop(3).unwrap();
+        b.begin_loop(4).unwrap();
+        let e = AddrExpr::constant(0).with(Var::Loop(0), 100).with(Var::Loop(1), 10);
+        b.mem_inst(Inst::new(1), e, Lanes::Stride(4), 0);
+        b.begin_loop(2).unwrap();
+        b.inst(Inst::new(2));
+        b.end_loop().unwrap();
+        b.end_loop().unwrap();
+        b.end_loop().unwrap();
+        b.inst(Inst::new(3));
+        let p = b.finish().unwrap();
+        let c0 = Cursor::new(&p, [0, 0, 0], 0);
+        let nest = p.loop_nest(c0.params()).expect("a nest");
+        assert_eq!((nest.levels, nest.trips, nest.before, nest.body), (2, 12, 1, 3));
+        let mut body = 0;
+        p.for_each_in_nest_body(c0.params(), &nest, 7, |_, n| body += n);
+        assert_eq!(body, 7 * 3);
+
+        let mut c = c0;
+        c.skip_iterations(&nest, 2, 9);
+        let (mut n, mut addrs) = (0u64, Vec::new());
+        while let Some(i) = c.peek(&p) {
+            let i = *i;
+            if let Some(a) = c.base_address(&p, &i) {
+                addrs.push(a);
+            }
+            c.advance();
+            n += 1;
+        }
+        assert_eq!(addrs, vec![0, 10, 210, 220, 230]);
+        assert_eq!(c.nest_iteration(&nest), None, "past the nest");
+        let mut c = c0;
+        assert_eq!(c.nest_iteration(&nest), Some(0), "before the nest");
+        for _ in 0..1 + 3 * 6 {
+            c.peek(&p);
+            c.advance();
+        }
+        c.peek(&p);
+        assert_eq!(c.nest_iteration(&nest), Some(6));
+        assert_eq!(n, p.dynamic_len() - 7 * nest.body);
+        // Out-of-range skips are ignored.
+        let mut c = c0;
+        c.skip_iterations(&nest, 0, 5);
+        c.skip_iterations(&nest, 3, 12);
+        let mut m = 0;
+        while c.peek(&p).is_some() {
+            c.advance();
+            m += 1;
+        }
+        assert_eq!(m, p.dynamic_len());
     }
 }

@@ -34,6 +34,8 @@ pub use cursor::Cursor;
 pub use error::{Location, TraceError, TraceErrorKind};
 pub use kernel::{CtaLayout, CtaTrace, Dim3, KernelInfo, KernelTrace, OpTable, Trace};
 pub use opcode::{MemSpace, OpDesc, Semantics, TensorShape, TensorType, UnitClass};
-pub use program::{AddrExpr, CtaParam, Inst, Lanes, MemRef, OpId, Program, ProgramBuilder, Step, TripCount, Var};
+pub use program::{
+    AddrExpr, CtaParam, Inst, Lanes, LoopNest, MemRef, OpId, Program, ProgramBuilder, Step, TripCount, Var,
+};
 pub use reg::{Reg, RegRange};
 pub use source::{BufferedKernel, CtaRun, KernelSource, MemKernelSource, MemTraceSource, TraceSource};

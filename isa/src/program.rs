@@ -289,6 +289,23 @@ pub enum Step {
     },
 }
 
+/// A program's main loop nest ([`Program::loop_nest`]) for one warp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopNest {
+    /// Index of the outermost `Loop` step.
+    pub step: u32,
+    /// Loops in the nest (1 for a single loop).
+    pub levels: u8,
+    /// Flat iterations: the product of the levels' trip counts.
+    pub trips: u64,
+    /// Warp instructions issued before the nest.
+    pub before: u64,
+    /// Warp instructions of one flat iteration.
+    pub body: u64,
+    /// The innermost level's body, as steps `start..end`.
+    body_steps: (u32, u32),
+}
+
 /// A warp program. Built with [`ProgramBuilder`] or by a trace reader; immutable once built.
 #[derive(Clone, PartialEq, Debug, Default)]
 pub struct Program {
@@ -365,11 +382,24 @@ impl Program {
     /// warp `warp` of CTA `cta` executes it (loops expanded, saturating; instructions in loops of
     /// zero trips are not visited). What a simulator needs to count a warp's work without
     /// issuing it: the sum of every `n` is [`Program::dynamic_len_for`].
-    pub fn for_each_executed(&self, cta: [u32; 3], warp: u32, mut f: impl FnMut(&Inst, u64)) {
+    pub fn for_each_executed(&self, cta: [u32; 3], warp: u32, f: impl FnMut(&Inst, u64)) {
         let params = if self.params.is_empty() { [0; MAX_PARAMS] } else { self.eval_params(cta, warp) };
-        let mut mult = [1u64; MAX_LOOP_DEPTH + 1];
+        self.executed_in(&params, 0, self.steps.len(), 1, f);
+    }
+
+    /// [`Program::for_each_executed`] over the balanced steps `from..to`, each execution of them
+    /// counting `times`.
+    fn executed_in(
+        &self,
+        params: &[i64; MAX_PARAMS],
+        from: usize,
+        to: usize,
+        times: u64,
+        mut f: impl FnMut(&Inst, u64),
+    ) {
+        let mut mult = [times; MAX_LOOP_DEPTH + 1];
         let mut depth = 0usize;
-        for step in &self.steps {
+        for step in &self.steps[from.min(to)..to.min(self.steps.len())] {
             match step {
                 Step::Inst(i) => {
                     if mult[depth] > 0 {
@@ -378,7 +408,7 @@ impl Program {
                 }
                 Step::Loop { count, .. } => {
                     // Program::check bounds the depth; a malformed program only loses counts.
-                    let c = count.resolve(&params) as u64;
+                    let c = count.resolve(params) as u64;
                     let next = (depth + 1).min(MAX_LOOP_DEPTH);
                     mult[next] = mult[depth].saturating_mul(c);
                     depth = next;
@@ -386,6 +416,67 @@ impl Program {
                 Step::EndLoop { .. } => depth = depth.saturating_sub(1),
             }
         }
+    }
+
+    /// The program's main loop nest for a warp with parameters `params` (the cursor's): its
+    /// first top-level loop with the loops perfectly nested in it (a loop whose body is exactly
+    /// one loop), iterated as one flat loop. `None` without a top-level loop or when a level has
+    /// no trips. A persistent kernel's tile loop is such a nest; a sampler skips a range of its
+    /// flat iterations ([`Cursor::skip_iterations`]) and counts what they would have issued
+    /// ([`Program::for_each_in_nest_body`]).
+    pub fn loop_nest(&self, params: &[i64; MAX_PARAMS]) -> Option<LoopNest> {
+        let mut before = 0u64;
+        let mut i = 0usize;
+        while i < self.steps.len() {
+            match self.steps[i] {
+                Step::Inst(_) => before += 1,
+                Step::Loop { .. } => break,
+                Step::EndLoop { .. } => return None,
+            }
+            i += 1;
+        }
+        let Step::Loop { .. } = *self.steps.get(i)? else { return None };
+        let (outer, mut levels, mut trips) = (i, 0u8, 1u64);
+        loop {
+            let Step::Loop { count, end } = self.steps[i] else { return None };
+            let c = count.resolve(params) as u64;
+            if c == 0 {
+                return None;
+            }
+            trips = trips.checked_mul(c)?;
+            levels += 1;
+            let end = end as usize;
+            // Descend while the body is exactly one loop.
+            match self.steps.get(i + 1) {
+                Some(Step::Loop { end: e, .. }) if *e as usize + 1 == end && (levels as usize) < MAX_LOOP_DEPTH => {
+                    i += 1;
+                }
+                _ => {
+                    let mut body = 0u64;
+                    self.executed_in(params, i + 1, end, 1, |_, n| body = body.saturating_add(n));
+                    return Some(LoopNest {
+                        step: outer as u32,
+                        levels,
+                        trips,
+                        before,
+                        body,
+                        body_steps: (i as u32 + 1, end as u32),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Calls `f(inst, n × times)` for every instruction of one flat iteration of `nest`'s body,
+    /// `n` being how often one iteration executes it.
+    pub fn for_each_in_nest_body(
+        &self,
+        params: &[i64; MAX_PARAMS],
+        nest: &LoopNest,
+        times: u64,
+        f: impl FnMut(&Inst, u64),
+    ) {
+        self.executed_in(params, nest.body_steps.0 as usize, nest.body_steps.1 as usize, times, f);
     }
 
     /// Checks the structural invariants that readers and builders must guarantee: loops are

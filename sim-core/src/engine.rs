@@ -115,6 +115,13 @@ struct Engine<'a, O: Observer> {
     samplers: Vec<Option<KernelSampler>>,
 }
 
+/// Whether kernel `kidx` runs alone: every other kernel pulled and unfinished waits for a
+/// predecessor (so it cannot start before `kidx` ends). What sampling needs: it moves the
+/// kernel's end, not what runs beside it.
+fn runs_alone(active: &[usize], kernels: &[KernelRun], kidx: usize) -> bool {
+    active.iter().all(|&j| j == kidx || kernels[j].launchable_at.is_none())
+}
+
 /// Runs every kernel of `source` on `arch`.
 pub fn simulate(arch: &Arch, source: &mut dyn TraceSource, opts: &SimOptions) -> Result<Report, SimError> {
     simulate_observed(arch, source, opts, &mut NoObserver)
@@ -235,7 +242,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         k.sync_ops(ks.ops(), self.arch);
         let kernels = &self.kernels;
         let ready = self.deps.add(idx, k.info.stream, &k.info.deps, |d| kernels[d].finished().then(|| kernels[d].end));
-        self.samplers.push(self.sample.and_then(|o| KernelSampler::new(o, k.info.num_ctas())));
+        let one_wave = k.info.num_ctas() <= k.occupancy.ctas_per_sm as u64 * self.sms.len() as u64;
+        self.samplers.push(self.sample.and_then(|o| KernelSampler::new(o, k.info.num_ctas(), one_wave)));
         self.kernels.push(k);
         self.feeds.push(Feed::default());
         self.arrived.push(vec![0; self.sms.len().div_ceil(64)]);
@@ -339,6 +347,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             for d in self.done_buf.drain(..) {
                 self.events.push(Reverse(d));
             }
+            if self.sample.is_some() {
+                self.poll_samplers(now);
+            }
 
             // Next cycle at which anything can happen.
             let mut next = self.sms.iter().map(|s| s.wake_at).min().unwrap_or(u64::MAX);
@@ -366,6 +377,38 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
             self.sample_until(next);
             self.now = next;
+        }
+    }
+
+    /// Loop-mode sampling: records each sampled kernel's measurement milestones and, once its
+    /// throughput is steady, makes every CTA skip the same iterations of its main loop.
+    fn poll_samplers(&mut self, now: u64) {
+        for i in 0..self.active.len() {
+            let kidx = self.active[i];
+            let k = &self.kernels[kidx];
+            let Some(s) = self.samplers[kidx].as_mut() else { continue };
+            if !k.source_done || !s.loop_mode() || !s.poll(k, now) {
+                continue;
+            }
+            let alone = runs_alone(&self.active, &self.kernels, kidx);
+            let tail = s.tail_eighths();
+            // Every CTA must skip the same number of iterations (or none may): the room each has
+            // left before its tail bounds it.
+            let mut room = u64::MAX;
+            let all_resident = k.ctas_done == 0;
+            for sm in &self.sms {
+                room = room.min(sm.loop_skip_room(kidx as u32, tail));
+            }
+            if !alone || !all_resident || room == 0 || room == u64::MAX {
+                s.cancel();
+                continue;
+            }
+            for sm in &mut self.sms {
+                sm.skip_loop_iterations(kidx as u32, room, &mut |prog, params, nest| {
+                    s.skip_body(&self.kernels[kidx], prog, params, nest, room);
+                });
+            }
+            s.skipping_loops(room);
         }
     }
 
@@ -462,8 +505,10 @@ impl<'a, O: Observer> Engine<'a, O> {
             let k = &mut self.kernels[kidx];
             self.sms[d.sm as usize].retire(d.cta_slot, d.at, k);
             k.ctas_done += 1;
+            let alone = runs_alone(&self.active, &self.kernels, kidx);
+            let k = &mut self.kernels[kidx];
             if let Some(s) = self.samplers[kidx].as_mut() {
-                s.on_retire(k, d.at, self.active.len() == 1);
+                s.on_retire(k, d.at, alone);
             }
             if k.first_retire.is_none() {
                 k.first_retire = Some(k.mark(d.at));
@@ -621,6 +666,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         let clustered = k.info.cluster.count() > 1;
         let key = (kidx as u32, crate::sm::cluster_id(&k.info, cta.coord));
         let rank = crate::sm::cluster_rank_of(&k.info, cta.coord);
+        if let Some(s) = self.samplers[kidx].as_mut() {
+            s.placed(&cta);
+        }
         let slot = self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
         if clustered {
             self.clusters.entry(key).or_default().push((rank, sm as u32, slot));

@@ -1,12 +1,16 @@
-//! Wave sampling (`SimOptions::sample`): simulate a long grid's ramp-up, a few steady waves and
-//! its tail in detail, and extrapolate the waves in between from the measured ones.
+//! Sampling (`SimOptions::sample`): simulate part of a long kernel in detail and extrapolate
+//! the rest from what the detailed part measured.
 //!
-//! A kernel of many waves of CTAs reaches a steady state after its first wave: every wave after
-//! it repeats the same pattern of issue, stalls and traffic. The sampler lets the detailed model
-//! run `warmup_waves` waves (ramp-up, caches filling), measures the next `measure_waves` waves
-//! (their cycles and every counter, wave by wave), then *skips* CTAs at dispatch: a skipped CTA
-//! never reaches an SM. The last `tail_waves` waves plus the grid's partial last wave run in
-//! detail again, so the tail's imbalance and drain are simulated, not estimated.
+//! A kernel of many waves of CTAs reaches a steady state after its first wave: later waves
+//! repeat the same pattern of issue, stalls and traffic, drifting slowly as the grid moves
+//! through memory (a grouped GEMM's experts, a raster order). The sampler lets the detailed
+//! model run `warmup_waves` waves (ramp-up, caches filling), then alternates: one measured wave,
+//! then a block of whole waves *skipped* at dispatch (a skipped CTA never reaches an SM), so
+//! that the `measure_waves` measured waves are spread evenly over the grid. The last
+//! `tail_waves` waves plus the grid's partial last wave run in detail, so the tail's imbalance
+//! and drain are simulated, not estimated. Each block is extrapolated from the measured waves
+//! on either side of it (skipping takes no simulated time, so the two form one detailed
+//! stretch).
 //!
 //! What a skipped CTA adds to the kernel:
 //! - **exactly**, from its programs: warp and thread instructions, per-op counts, pipe busy
@@ -19,39 +23,60 @@
 //! instruction counts, so a skipped heavy CTA costs more time than a light one: the
 //! extrapolation assumes the steady waves' cycles per warp instruction, not their cycles per CTA.
 //!
-//! The error estimate is the spread of the measured waves' cycles per instruction, applied to
-//! the extrapolated cycles: if the skipped waves ran anywhere within the measured range, the
-//! kernel's time is within the bound. It does not cover effects the measured waves could not
-//! show (an L2 working set that would only overflow later); the validation test in
-//! `tests/sampling.rs` checks the sampled time against full detail on every workload family.
+//! The error estimate treats the measured waves (or iterations) as samples of the skipped
+//! ones: twice the standard error of their cycles per instruction, relative to its mean, over
+//! the extrapolated cycles. It does not cover effects the measured part could not show (an L2
+//! working set that would only overflow later); the validation test in `tests/sampling.rs`
+//! checks the sampled time against full detail on every workload family.
+//!
+//! A grid of one wave (a persistent kernel: GEMM or FlashAttention-3 tiles looped over by a
+//! CTA per SM, a grid-stride STREAM loop) has no waves to skip. There the sampler skips
+//! iterations of every CTA's main loop nest instead ([`gpusim_isa::Program::loop_nest`]). It
+//! records the kernel's cycles each time its instruction count passes one more segment of
+//! every warp's loop (1/16 of it, at least one flat iteration); once three consecutive
+//! segments after the first (the ramp-up) agree within 2% in cycles per instruction, the
+//! throughput is steady, and every warp of every CTA skips
+//! the same number `S` of flat iterations, starting after the furthest iteration any warp of
+//! its CTA has begun. `S` leaves every CTA `tail_waves`/8 of its loop (at least one iteration)
+//! in detail. Skipping the same iterations in every warp of a CTA keeps producer/consumer
+//! barriers paired; skipping the same count in every CTA keeps the imbalance of CTAs with one
+//! tile more in the detailed tail. When no three iterations agree by half the loop (a
+//! memory-bound loop whose queues are still filling), or a CTA cannot skip (a warp already
+//! left its loop, its warps' loops differ), the kernel runs in detail.
 //!
 //! A kernel is sampled only when it runs alone when the measurement ends (no other kernel
 //! pulled and unfinished): the skipped time is added to its end, so kernels that depend on it
 //! launch that much later, but a kernel of another stream that starts during its tail would run
 //! as if the skipped time were not there; such a kernel is flagged `overlapped`.
 
-use gpusim_isa::CtaTrace;
+use gpusim_isa::program::MAX_PARAMS;
+use gpusim_isa::{CtaTrace, Inst, LoopNest, Program};
 use serde::Serialize;
 
 use crate::kernel_run::{KernelRun, KernelStats};
-use crate::stats::StallReason;
+use crate::stats::{MemTraffic, StallReason};
 
 /// How a run samples long grids. `SimOptions::sample = None` simulates everything in detail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampleOptions {
     /// Waves simulated in detail before measuring: the ramp-up (at least 1).
     pub warmup_waves: u32,
-    /// Waves measured, each on its own (at least 2: the spread between them is the error
-    /// estimate).
+    /// Waves measured, spread evenly over the grid, each followed by a block of skipped waves
+    /// (at least 2: their spread is the error estimate). In a grid of one wave, unused: the
+    /// loop is measured until steady (see the module doc).
     pub measure_waves: u32,
     /// Full waves simulated in detail at the end, besides the grid's partial last wave (at least
     /// 1: the drain of a full wave is part of the tail).
     pub tail_waves: u32,
+    /// Waves simulated in detail, not measured, after each skipped block before the next
+    /// measured wave: the L2 held the skipped CTAs' data, which the next CTAs share; the first
+    /// wave after a skip reads it cold.
+    pub rewarm_waves: u32,
 }
 
 impl Default for SampleOptions {
     fn default() -> Self {
-        SampleOptions { warmup_waves: 1, measure_waves: 2, tail_waves: 1 }
+        SampleOptions { warmup_waves: 2, measure_waves: 4, tail_waves: 1, rewarm_waves: 1 }
     }
 }
 
@@ -62,21 +87,27 @@ impl SampleOptions {
             warmup_waves: self.warmup_waves.max(1),
             measure_waves: self.measure_waves.max(2),
             tail_waves: self.tail_waves.max(1),
+            rewarm_waves: self.rewarm_waves,
         }
     }
 
     /// The fewest full waves a grid needs to be sampled: the detailed ones plus one to skip.
     pub fn min_waves(&self) -> u64 {
         let o = self.clamped();
-        (o.warmup_waves + o.measure_waves + o.tail_waves) as u64 + 1
+        (o.warmup_waves + o.measure_waves + o.tail_waves + (o.measure_waves - 1) * o.rewarm_waves) as u64 + 1
     }
 }
 
 /// How a kernel was sampled, in its report.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Sampled {
-    /// `waves`: CTAs of steady waves skipped and extrapolated.
+    /// `waves`: CTAs of steady waves skipped and extrapolated; `loop`: iterations of every
+    /// CTA's main loop skipped (a grid of one wave).
     pub method: String,
+    /// `loop`: flat iterations of the main loop nest of the first CTA, and how many of them
+    /// every CTA skipped (0 for `waves`).
+    pub loop_iterations: u64,
+    pub skipped_loop_iterations: u64,
     /// CTAs simulated in detail, and CTAs skipped.
     pub detailed_ctas: u64,
     pub skipped_ctas: u64,
@@ -104,7 +135,8 @@ struct Mark {
 enum Phase {
     /// Not sampled (too short, alone check failed, or done measuring without a skip).
     Off,
-    /// Detailed, counting retired CTAs up to the next wave boundary.
+    /// Detailed, counting retired CTAs up to the next wave boundary (waves mode), or
+    /// instructions up to the next iteration milestone (loop mode).
     Measuring,
     /// Skipping this many more CTAs at dispatch.
     Skipping(u64),
@@ -124,39 +156,122 @@ struct Skipped {
     tensor_flops: u64,
 }
 
+impl Skipped {
+    fn add(&mut self, o: &Skipped) {
+        self.ctas += o.ctas;
+        self.warp_insts += o.warp_insts;
+        self.thread_insts += o.thread_insts;
+        if self.op_counts.len() < o.op_counts.len() {
+            self.op_counts.resize(o.op_counts.len(), 0);
+        }
+        for (a, b) in self.op_counts.iter_mut().zip(&o.op_counts) {
+            *a += b;
+        }
+        for (a, b) in self.pipe_busy.iter_mut().zip(&o.pipe_busy) {
+            *a += b;
+        }
+        self.cuda_core_flops += o.cuda_core_flops;
+        self.tensor_flops += o.tensor_flops;
+    }
+
+    /// `n` executions of `inst` of kernel `k` skipped.
+    fn count(&mut self, k: &KernelRun, inst: &Inst, n: u64) {
+        let Some(t) = k.timing.get(inst.op as usize) else { return };
+        if self.op_counts.len() < k.timing.len() {
+            self.op_counts.resize(k.timing.len(), 0);
+        }
+        let lanes = inst.mask.count_ones() as u64;
+        self.warp_insts = self.warp_insts.saturating_add(n);
+        self.thread_insts = self.thread_insts.saturating_add(n.saturating_mul(lanes));
+        self.op_counts[inst.op as usize] = self.op_counts[inst.op as usize].saturating_add(n);
+        let busy = &mut self.pipe_busy[t.class.index()];
+        *busy = busy.saturating_add(n.saturating_mul(t.interval as u64));
+        self.cuda_core_flops =
+            self.cuda_core_flops.saturating_add(n.saturating_mul(t.flops_per_lane as u64).saturating_mul(lanes));
+        self.tensor_flops = self.tensor_flops.saturating_add(n.saturating_mul(t.tensor_flops));
+    }
+}
+
+/// Loop mode's state.
+#[derive(Clone, Copy, Debug, Default)]
+struct LoopPlan {
+    /// Over every warp placed: instructions before its main loop nest (all of a warp without
+    /// one), and of one flat iteration. Milestone `j` (the kernel has run `j` iterations) is
+    /// `base + j × body` instructions.
+    base: u64,
+    body: u64,
+    /// Flat iterations of the longest nest, and how many every CTA skipped (0 until decided).
+    trips: u64,
+    skip: u64,
+}
+
+/// Loop mode: three consecutive segments agree (the throughput is steady) when their
+/// cycles per instruction differ by at most this fraction of their mean.
+const STEADY_TOLERANCE: f64 = 0.02;
+
 /// The sampling state of one kernel.
 #[derive(Clone, Debug)]
 pub(crate) struct KernelSampler {
     opts: SampleOptions,
     phase: Phase,
+    /// `Some` in loop mode (a grid of one wave).
+    plan: Option<LoopPlan>,
     /// CTAs resident at once on a full GPU: one wave.
     wave: u64,
     /// Wave boundaries: the warm-up's end, then each measured wave's end.
     marks: Vec<Mark>,
     /// SMs that held a CTA of the kernel when the measurement ended.
     active_sms: u64,
-    skipped: Skipped,
+    /// Skipped blocks in order, each with the marks of the detailed stretch it is
+    /// extrapolated from.
+    blocks: Vec<Block>,
+    /// Waves mode: CTAs of each block to skip, in order (filled at the first retirement).
+    block_ctas: Vec<u64>,
+    /// Waves mode: retirements at which the next mark falls.
+    next_boundary: u64,
+    /// The measured waves (iterations) as mark index pairs: the error estimate's samples.
+    measured: Vec<(usize, usize)>,
     overlapped: bool,
+}
+
+/// A run of skipped work and the detailed stretches it is extrapolated from.
+#[derive(Clone, Debug, Default)]
+struct Block {
+    skipped: Skipped,
+    /// Detailed stretches (mark index pairs): the measured wave before the block and, but for
+    /// the last block, the one after it.
+    windows: Vec<(usize, usize)>,
 }
 
 impl KernelSampler {
     /// The sampler of a kernel of `ctas` CTAs. Whether its grid is long enough is decided at its
     /// first retirement, when the number of CTAs resident at once (a wave) is known.
-    pub(crate) fn new(opts: SampleOptions, ctas: u64) -> Option<KernelSampler> {
+    /// `one_wave`: the whole grid is resident at once (loop mode).
+    pub(crate) fn new(opts: SampleOptions, ctas: u64, one_wave: bool) -> Option<KernelSampler> {
         let opts = opts.clamped();
-        (ctas >= opts.min_waves()).then(|| KernelSampler {
+        (one_wave || ctas >= opts.min_waves()).then(|| KernelSampler {
             opts,
             phase: Phase::Measuring,
+            plan: one_wave.then(LoopPlan::default),
             wave: 0,
             marks: Vec::with_capacity(opts.measure_waves as usize + 1),
             active_sms: 0,
-            skipped: Skipped::default(),
+            blocks: Vec::new(),
+            block_ctas: Vec::new(),
+            next_boundary: 0,
+            measured: Vec::new(),
             overlapped: false,
         })
     }
 
     /// A CTA of `k` retired at `now`. `alone`: no other kernel is pulled and unfinished.
     pub(crate) fn on_retire(&mut self, k: &KernelRun, now: u64, alone: bool) {
+        if self.plan.is_some() {
+            if !alone && !matches!(self.phase, Phase::Off) {
+                self.overlapped = true;
+            }
+            return;
+        }
         if !alone && self.phase != Phase::Off {
             if self.phase == Phase::Measuring {
                 self.phase = Phase::Off;
@@ -167,32 +282,149 @@ impl KernelSampler {
         if self.phase != Phase::Measuring {
             return;
         }
-        if self.wave == 0 {
-            // The first retirement: every CTA placed so far was resident at once.
-            self.wave = k.ctas_dispatched;
-            if k.info.num_ctas() < self.wave.saturating_mul(self.opts.min_waves()) {
-                self.phase = Phase::Off;
-                return;
-            }
+        if self.wave == 0 && !self.plan_waves(k) {
+            self.cancel();
+            return;
         }
-        let boundary = (self.opts.warmup_waves as u64 + self.marks.len() as u64) * self.wave;
-        if k.ctas_done < boundary {
+        if k.ctas_done < self.next_boundary {
             return;
         }
         self.marks.push(Mark { cycle: now, stats: k.stats.clone() });
-        if self.marks.len() <= self.opts.measure_waves as usize {
+        self.next_boundary = k.ctas_done + self.wave;
+        // After the warm-up (mark 0): a measured wave, its block skipped, `rewarm_waves` waves
+        // not measured, the next measured wave, and so on.
+        let i = self.marks.len() - 1;
+        if i == 0 || !(i - 1).is_multiple_of(1 + self.opts.rewarm_waves as usize) {
             return;
         }
-        let tail = self.opts.tail_waves as u64 * self.wave;
-        let left = k.info.num_ctas().saturating_sub(k.ctas_dispatched).saturating_sub(tail);
-        let (first, last) = (&self.marks[0], &self.marks[self.marks.len() - 1]);
-        let measured = last.stats.warp_insts > first.stats.warp_insts && last.cycle > first.cycle;
-        if left >= self.wave && measured {
-            self.active_sms = k.sm_resident.iter().filter(|r| r.0 > 0).count() as u64;
-            self.phase = Phase::Skipping(left);
-        } else {
-            self.phase = Phase::Off;
+        let w = (i - 1, i);
+        self.measured.push(w);
+        if let Some(b) = self.blocks.last_mut() {
+            b.windows.push(w);
         }
+        match self.block_ctas.get(self.blocks.len()) {
+            Some(&n) => {
+                self.blocks.push(Block { skipped: Skipped::default(), windows: vec![w] });
+                self.active_sms = k.sm_resident.iter().filter(|r| r.0 > 0).count() as u64;
+                self.phase = Phase::Skipping(n);
+            }
+            None => self.phase = Phase::Tail,
+        }
+    }
+
+    /// Waves mode, at the first retirement, when a wave's size is known (every CTA placed so far
+    /// was resident at once): lays out the measured waves and skipped blocks over the grid.
+    /// False when the grid is too short.
+    fn plan_waves(&mut self, k: &KernelRun) -> bool {
+        self.wave = k.ctas_dispatched.max(1);
+        let full = k.info.num_ctas() / self.wave;
+        let o = self.opts;
+        let detailed = o.min_waves() - 1;
+        let Some(skippable) = full.checked_sub(detailed).filter(|&n| n > 0) else { return false };
+        // Whole waves only: the grid's partial last wave takes nearly a full wave's time, so it
+        // stays in the detailed tail, as in the full grid. Blocks as even as whole waves allow.
+        let m = o.measure_waves as u64;
+        self.block_ctas = (0..m).map(|b| (skippable / m + u64::from(b < skippable % m)) * self.wave).collect();
+        self.next_boundary = o.warmup_waves as u64 * self.wave;
+        true
+    }
+
+    /// Loop mode, still measuring.
+    pub(crate) fn loop_mode(&self) -> bool {
+        self.plan.is_some() && matches!(self.phase, Phase::Measuring)
+    }
+
+    /// A CTA of the kernel is placed.
+    pub(crate) fn placed(&mut self, cta: &CtaTrace) {
+        if let Some(plan) = self.plan.as_mut() {
+            let coord = cta.coord.as_array();
+            for (w, p) in cta.warps.iter().enumerate() {
+                let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+                match p.loop_nest(&params) {
+                    Some(n) => {
+                        plan.base = plan.base.saturating_add(n.before);
+                        plan.body = plan.body.saturating_add(n.body);
+                        plan.trips = plan.trips.max(n.trips);
+                    }
+                    None => plan.base = plan.base.saturating_add(p.dynamic_len_for(coord, w as u32)),
+                }
+            }
+        }
+    }
+
+    /// Loop mode: records a milestone each time the kernel's instruction count passes the
+    /// equivalent of one more segment of every warp's loop; true once three consecutive
+    /// segments after the first (the ramp-up) agree (steady: skip now). Gives up at half the
+    /// loop.
+    pub(crate) fn poll(&mut self, k: &KernelRun, now: u64) -> bool {
+        let Some(plan) = self.plan else { return false };
+        // A segment is 1/16 of the loop (at least one iteration): a single iteration of a
+        // memory-bound loop is a burst of loads, a wait and a burst of stores.
+        let segment = (plan.trips / 16).max(1);
+        let at =
+            plan.base.saturating_add((self.marks.len() as u64 + 1).saturating_mul(segment).saturating_mul(plan.body));
+        if !matches!(self.phase, Phase::Measuring) || plan.body == 0 || k.stats.warp_insts < at {
+            return false;
+        }
+        self.marks.push(Mark { cycle: now, stats: k.stats.clone() });
+        let n = self.marks.len();
+        if n >= 4 {
+            let cpi = |a: &Mark, b: &Mark| {
+                (b.cycle - a.cycle) as f64 / b.stats.warp_insts.saturating_sub(a.stats.warp_insts).max(1) as f64
+            };
+            let c = [
+                cpi(&self.marks[n - 4], &self.marks[n - 3]),
+                cpi(&self.marks[n - 3], &self.marks[n - 2]),
+                cpi(&self.marks[n - 2], &self.marks[n - 1]),
+            ];
+            let mean = (c[0] + c[1] + c[2]) / 3.0;
+            let (lo, hi) = c.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+            if mean > 0.0 && hi - lo <= STEADY_TOLERANCE * mean {
+                // Keep the three segments measured: the one block is extrapolated from them.
+                self.marks.drain(..n - 4);
+                self.measured = vec![(0, 1), (1, 2), (2, 3)];
+                self.blocks.push(Block { skipped: Skipped::default(), windows: vec![(0, 3)] });
+                self.active_sms = k.sm_resident.iter().filter(|r| r.0 > 0).count() as u64;
+                return true;
+            }
+        }
+        if n as u64 * segment * 2 >= plan.trips {
+            self.cancel();
+        }
+        false
+    }
+
+    /// Loop mode: tail length, in eighths of the loop.
+    pub(crate) fn tail_eighths(&self) -> u32 {
+        self.opts.tail_waves
+    }
+
+    /// No sampling for this kernel after all.
+    pub(crate) fn cancel(&mut self) {
+        self.phase = Phase::Off;
+        self.marks.clear();
+        self.measured.clear();
+    }
+
+    /// Loop mode: a warp running `prog` with `params` will skip `count` iterations of `nest`.
+    pub(crate) fn skip_body(
+        &mut self,
+        k: &KernelRun,
+        prog: &Program,
+        params: &[i64; MAX_PARAMS],
+        nest: &LoopNest,
+        count: u64,
+    ) {
+        let Some(b) = self.blocks.last_mut() else { return };
+        prog.for_each_in_nest_body(params, nest, count, |i, m| b.skipped.count(k, i, m));
+    }
+
+    /// Loop mode: every CTA skips `count` of the (at most) `trips` iterations of its loop.
+    pub(crate) fn skipping_loops(&mut self, count: u64) {
+        if let Some(plan) = self.plan.as_mut() {
+            plan.skip = count;
+        }
+        self.phase = Phase::Tail;
     }
 
     /// Whether the next CTA pulled is to be skipped.
@@ -202,90 +434,100 @@ impl KernelSampler {
 
     /// Counts `cta` of `k` as skipped (the kernel's op timing must cover its ops).
     pub(crate) fn skip(&mut self, k: &KernelRun, cta: &CtaTrace) {
-        let s = &mut self.skipped;
-        s.op_counts.resize(k.timing.len(), 0);
+        let Some(b) = self.blocks.last_mut() else { return };
         for (w, prog) in cta.warps.iter().enumerate() {
-            prog.for_each_executed(cta.coord.as_array(), w as u32, |inst, n| {
-                let Some(t) = k.timing.get(inst.op as usize) else { return };
-                let lanes = inst.mask.count_ones() as u64;
-                s.warp_insts = s.warp_insts.saturating_add(n);
-                s.thread_insts = s.thread_insts.saturating_add(n.saturating_mul(lanes));
-                s.op_counts[inst.op as usize] = s.op_counts[inst.op as usize].saturating_add(n);
-                let busy = &mut s.pipe_busy[t.class.index()];
-                *busy = busy.saturating_add(n.saturating_mul(t.interval as u64));
-                s.cuda_core_flops =
-                    s.cuda_core_flops.saturating_add(n.saturating_mul(t.flops_per_lane as u64).saturating_mul(lanes));
-                s.tensor_flops = s.tensor_flops.saturating_add(n.saturating_mul(t.tensor_flops));
-            });
+            prog.for_each_executed(cta.coord.as_array(), w as u32, |inst, n| b.skipped.count(k, inst, n));
         }
-        s.ctas += 1;
+        b.skipped.ctas += 1;
         if let Phase::Skipping(n) = self.phase {
-            self.phase = if n > 1 { Phase::Skipping(n - 1) } else { Phase::Tail };
+            let last = self.blocks.len() >= self.block_ctas.len();
+            self.phase = match n {
+                2.. => Phase::Skipping(n - 1),
+                _ if last => Phase::Tail,
+                _ => Phase::Measuring,
+            };
         }
     }
 
-    /// The kernel finished (its last detailed CTA retired): adds the skipped CTAs' counts and
-    /// extrapolated cycles to `k` and records how it was sampled.
+    /// The kernel finished (its last detailed CTA retired): adds the skipped work's exact
+    /// counts and extrapolated cycles, traffic and stalls to `k`, and records how it was
+    /// sampled.
     pub(crate) fn finish(&self, k: &mut KernelRun) {
-        let sk = &self.skipped;
-        if sk.ctas == 0 || self.marks.len() < 2 {
+        let mut all = Skipped::default();
+        let mut extra = 0u64;
+        let mut traffic = MemTraffic::default();
+        let mut stalls = [0u64; StallReason::COUNT];
+        for b in &self.blocks {
+            let sk = &b.skipped;
+            if b.windows.iter().any(|&(lo, hi)| hi >= self.marks.len() || lo > hi) {
+                continue;
+            }
+            // A counter's growth over the block's detailed stretches.
+            let d = |f: &dyn Fn(&Mark) -> u64| -> u64 {
+                b.windows.iter().map(|&(lo, hi)| f(&self.marks[hi]).saturating_sub(f(&self.marks[lo]))).sum()
+            };
+            let win_insts = d(&|m| m.stats.warp_insts);
+            if sk.warp_insts == 0 || win_insts == 0 {
+                continue;
+            }
+            // x × skipped instructions / the stretch's instructions, rounded, in integers.
+            let scale = |x: u64| -> u64 {
+                let num = x as u128 * sk.warp_insts as u128;
+                let d = win_insts as u128;
+                u64::try_from((num + d / 2) / d).unwrap_or(u64::MAX)
+            };
+            extra += scale(d(&|m| m.cycle));
+            for r in StallReason::ALL {
+                stalls[r.index()] += scale(d(&|m| m.stats.stalls.get(r)));
+            }
+            let mut t =
+                MemTraffic { requested_bytes: scale(d(&|m| m.stats.traffic.requested_bytes)), ..MemTraffic::default() };
+            type Level = fn(&MemTraffic) -> &crate::stats::LevelTraffic;
+            let levels: [(Level, &mut crate::stats::LevelTraffic); 4] = [
+                (|t| &t.l1, &mut t.l1),
+                (|t| &t.shared, &mut t.shared),
+                (|t| &t.l2, &mut t.l2),
+                (|t| &t.dram, &mut t.dram),
+            ];
+            for (level, out) in levels {
+                out.requests = scale(d(&|m| level(&m.stats.traffic).requests));
+                out.sectors = scale(d(&|m| level(&m.stats.traffic).sectors));
+                out.bytes = scale(d(&|m| level(&m.stats.traffic).bytes));
+                out.hits = scale(d(&|m| level(&m.stats.traffic).hits));
+                out.misses = scale(d(&|m| level(&m.stats.traffic).misses));
+            }
+            traffic.merge(&t);
+            all.add(sk);
+        }
+        if all.warp_insts == 0 {
             return;
         }
-        let (first, last) = (&self.marks[0], &self.marks[self.marks.len() - 1]);
-        let win_insts = last.stats.warp_insts - first.stats.warp_insts;
-        // x × skipped instructions / window instructions, rounded to nearest, in integers.
-        let scale = |x: u64| -> u64 {
-            let num = x as u128 * sk.warp_insts as u128;
-            let d = win_insts.max(1) as u128;
-            u64::try_from((num + d / 2) / d).unwrap_or(u64::MAX)
-        };
-        let (a, b) = (&first.stats, &last.stats);
-        let extra = scale(last.cycle - first.cycle);
 
         let st = &mut k.stats;
-        st.warp_insts += sk.warp_insts;
-        st.thread_insts += sk.thread_insts;
-        for (i, n) in sk.op_counts.iter().enumerate() {
+        st.warp_insts += all.warp_insts;
+        st.thread_insts += all.thread_insts;
+        for (i, n) in all.op_counts.iter().enumerate() {
             if let Some(c) = st.op_counts.get_mut(i) {
                 *c += n;
             }
         }
-        for (i, n) in sk.pipe_busy.iter().enumerate() {
+        for (i, n) in all.pipe_busy.iter().enumerate() {
             st.pipe_busy[i] += n;
         }
-        st.cuda_core_flops += sk.cuda_core_flops;
-        st.tensor_flops += sk.tensor_flops;
-        let mut resident = 0u64;
+        st.cuda_core_flops += all.cuda_core_flops;
+        st.tensor_flops += all.tensor_flops;
+        // Resident warp-cycles stay the stalls' sum.
         for r in StallReason::ALL {
-            let n = scale(b.stalls.get(r) - a.stalls.get(r));
-            st.stalls.add(r, n);
-            resident += n;
+            st.stalls.add(r, stalls[r.index()]);
         }
-        st.resident_warp_cycles += resident;
+        st.resident_warp_cycles += stalls.iter().sum::<u64>();
         st.sm_active_cycles += extra.saturating_mul(self.active_sms);
-        let mut traffic = crate::stats::MemTraffic::default();
-        {
-            let (ta, tb) = (&a.traffic, &b.traffic);
-            traffic.requested_bytes = scale(tb.requested_bytes - ta.requested_bytes);
-            for (out, (la, lb)) in [
-                (&mut traffic.l1, (&ta.l1, &tb.l1)),
-                (&mut traffic.shared, (&ta.shared, &tb.shared)),
-                (&mut traffic.l2, (&ta.l2, &tb.l2)),
-                (&mut traffic.dram, (&ta.dram, &tb.dram)),
-            ] {
-                out.requests = scale(lb.requests - la.requests);
-                out.sectors = scale(lb.sectors - la.sectors);
-                out.bytes = scale(lb.bytes - la.bytes);
-                out.hits = scale(lb.hits - la.hits);
-                out.misses = scale(lb.misses - la.misses);
-            }
-        }
         st.traffic.merge(&traffic);
 
-        // The tail ran after the skipped waves: its boundary moves with them.
-        let decided = last.cycle;
+        // The tail ran after the skipped work: its boundary moves with it.
+        let first_skip = self.blocks.first().and_then(|b| b.windows.first()).map_or(0, |&(_, hi)| self.marks[hi].cycle);
         if let Some(m) = k.first_idle_slot.as_mut()
-            && m.cycle >= decided
+            && m.cycle >= first_skip
         {
             m.cycle += extra;
             m.requested_bytes += traffic.requested_bytes;
@@ -294,27 +536,33 @@ impl KernelSampler {
         }
         k.end += extra;
 
-        // Spread of the measured waves' cycles per instruction, relative to their mean.
+        // The measured waves (iterations) as samples of the skipped ones: twice the standard
+        // error of their cycles per instruction, relative to the mean.
         let cpi: Vec<f64> = self
-            .marks
-            .windows(2)
-            .map(|w| {
-                let i = w[1].stats.warp_insts.saturating_sub(w[0].stats.warp_insts).max(1);
-                (w[1].cycle - w[0].cycle) as f64 / i as f64
+            .measured
+            .iter()
+            .filter(|&&(lo, hi)| hi < self.marks.len() && lo < hi)
+            .map(|&(lo, hi)| {
+                let (a, z) = (&self.marks[lo], &self.marks[hi]);
+                (z.cycle - a.cycle) as f64 / z.stats.warp_insts.saturating_sub(a.stats.warp_insts).max(1) as f64
             })
             .collect();
-        let mean = (last.cycle - first.cycle) as f64 / win_insts.max(1) as f64;
-        let (lo, hi) = cpi.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &c| (lo.min(c), hi.max(c)));
-        let spread = if mean > 0.0 { ((hi - mean).max(mean - lo)) / mean } else { 0.0 };
+        let n = cpi.len() as f64;
+        let mean = cpi.iter().sum::<f64>() / n.max(1.0);
+        let var = if n > 1.0 { cpi.iter().map(|c| (c - mean) * (c - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+        let rel = if mean > 0.0 { 2.0 * (var / n).sqrt() / mean } else { 0.0 };
         let cycles = k.end.saturating_sub(k.start.unwrap_or(0)).max(1);
+        let plan = self.plan.unwrap_or_default();
         k.sampled = Some(Sampled {
-            method: "waves".into(),
+            method: if self.plan.is_some() { "loop" } else { "waves" }.into(),
+            loop_iterations: plan.trips,
+            skipped_loop_iterations: plan.skip,
             detailed_ctas: k.ctas_done,
-            skipped_ctas: sk.ctas,
-            skipped_warp_instructions: sk.warp_insts,
+            skipped_ctas: if self.plan.is_some() { 0 } else { all.ctas },
+            skipped_warp_instructions: all.warp_insts,
             extrapolated_cycles: extra,
-            measured_waves: (self.marks.len() - 1) as u32,
-            error_pct: 100.0 * spread * extra as f64 / cycles as f64,
+            measured_waves: cpi.len() as u32,
+            error_pct: 100.0 * rel * extra as f64 / cycles as f64,
             overlapped: self.overlapped,
         });
     }
