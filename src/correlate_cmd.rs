@@ -42,6 +42,12 @@ pub struct CorrelateArgs {
     /// results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Sample long kernels as `gpusim run --sample` does (validated against full detail on
+    /// GEMM, attention, MoE and streaming kernels; tests/sampling.rs): much faster on long
+    /// cases, within each kernel's error estimate. Not with `--gate`: the gate is judged in full
+    /// detail.
+    #[arg(long, num_args = 0..=1, default_missing_value = "2:4:1:1", value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample, conflicts_with = "gate")]
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Accuracy gate (validation/accuracy-gate.toml): after the reports are written, exit 1 if a
     /// family's MAPE is above its limit or fewer of its cases were simulated than it requires.
     #[arg(long)]
@@ -265,6 +271,7 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
             data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
         },
         stop: Some(crate::interrupt::install()?),
+        sample: a.sample,
     };
     // Read the gate before the (long) simulations so that a bad file fails at once.
     let gate = a.gate.as_deref().map(Gate::load).transpose().map_err(CliError::input)?;

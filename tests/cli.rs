@@ -394,3 +394,47 @@ fn a_trace_can_come_from_a_fifo_or_from_dash() {
     // renamed over it.
     assert!(!std::fs::symlink_metadata("/dev/stdout").unwrap().is_file());
 }
+
+/// `--sample` on a grid long enough: the text report says what was skipped and the JSON carries
+/// `sampled` with the same instruction count as a detailed run.
+#[test]
+fn sampled_run_says_so_and_keeps_exact_counts() {
+    let dir = std::env::temp_dir().join(format!("gpusim-sample-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("gemm.trace");
+    let o = gpusim(&[
+        "trace",
+        "gemm",
+        "--m",
+        "8192",
+        "--n",
+        "4096",
+        "--k",
+        "256",
+        "--arch",
+        "a100-sxm4-80gb",
+        "-q",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let run = |extra: &[&str]| {
+        let json = dir.join(format!("r{}.json", extra.len()));
+        let mut args = vec!["run", "--arch", "a100-sxm4-80gb", "--json", json.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.push(trace.to_str().unwrap());
+        let o = gpusim(&args);
+        assert!(o.status.success(), "{:?}", text(&o));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (text(&o).0, v)
+    };
+    let (out, s) = run(&["--sample", "1:2:1:0"]);
+    let (_, full) = run(&[]);
+    assert!(out.contains("sampled") && out.contains("CTAs skipped"), "{out}");
+    let k = &s["kernels"][0];
+    assert_eq!(k["sampled"]["method"], "waves");
+    assert!(k["sampled"]["skipped_ctas"].as_u64().unwrap() > 0);
+    assert!(full["kernels"][0].get("sampled").is_none());
+    assert_eq!(s["warp_instructions"], full["warp_instructions"]);
+    assert_eq!(k["ctas"], full["kernels"][0]["ctas"]);
+}

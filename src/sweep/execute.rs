@@ -130,7 +130,7 @@ fn simulate_one(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<Report, String> {
     let arch = &prep.points[pi].arch;
-    let opts = SimOptions { stop: Some(stop), ..SimOptions::default() };
+    let opts = SimOptions { stop: Some(stop), sample: prep.sample, ..SimOptions::default() };
     let res = match &prep.inputs[wi] {
         Input::File(t) => simulate(arch, &mut t.source(), &opts),
         Input::Generator { generator, params } => {

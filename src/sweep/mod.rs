@@ -72,6 +72,11 @@ pub struct SweepArgs {
     /// Points simulated at once (default: RAYON_NUM_THREADS, else one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Sample long kernels as `gpusim run --sample` does (validated against full detail on
+    /// GEMM, attention, MoE and streaming kernels: tests/sampling.rs), or `sample = "..."` in
+    /// the study file. Sampled results are stored under their own keys.
+    #[arg(long, num_args = 0..=1, default_missing_value = "2:4:1:1", value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample)]
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Run only shard I of N (`I/N`, 0-based): the points whose index is I modulo N.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
@@ -202,6 +207,9 @@ fn load_study(a: &SweepArgs) -> CliResult<study::Study> {
             if let Some(n) = &a.name {
                 s.name = n.clone();
             }
+            if a.sample.is_some() {
+                s.sample = a.sample;
+            }
             Ok(s)
         }
         None => {
@@ -219,7 +227,10 @@ fn load_study(a: &SweepArgs) -> CliResult<study::Study> {
                 seed: a.seed,
                 cost: a.cost.as_deref(),
             };
-            study::from_flags(&flags, &|g| gpusim_workloads::registry::find(g).is_ok()).map_err(CliError::input)
+            let mut s =
+                study::from_flags(&flags, &|g| gpusim_workloads::registry::find(g).is_ok()).map_err(CliError::input)?;
+            s.sample = a.sample;
+            Ok(s)
         }
     }
 }

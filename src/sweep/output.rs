@@ -20,6 +20,9 @@ pub struct Manifest {
     pub git_hash: Option<String>,
     pub params: Vec<ParamEntry>,
     pub cost: Option<CostEntry>,
+    /// `WARMUP:MEASURE:TAIL:REWARM` when the study sampled long kernels; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<String>,
     pub workloads: Vec<WorkloadEntry>,
     pub points: Vec<PointEntry>,
 }

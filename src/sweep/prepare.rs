@@ -31,6 +31,8 @@ pub enum Input {
 
 pub struct Prepared {
     pub manifest: Manifest,
+    /// The study's sampling, for every simulation.
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
     pub points: Vec<PreparedPoint>,
     pub inputs: Vec<Input>,
 }
@@ -41,6 +43,8 @@ const MAX_LISTED: usize = 10;
 /// Checks and builds `study`. Every failure is bad input (exit 2) and names the study, the
 /// point and the key.
 pub fn prepare(study: &Study) -> CliResult<Prepared> {
+    let sample =
+        study.sample.map(|o| format!("{}:{}:{}:{}", o.warmup_waves, o.measure_waves, o.tail_waves, o.rewarm_waves));
     let base =
         gpusim_configs::load(&study.arch).map_err(|e| CliError::input(format!("{}: arch: {e}", study.origin)))?;
     let expanded = design::expand(&study.axes, &study.zip, &study.method)
@@ -136,7 +140,7 @@ pub fn prepare(study: &Study) -> CliResult<Prepared> {
                     .map_err(|err| CliError::input(format!("{}: cost `{text}` at point {i}: {err}", study.origin)))?,
             ),
         };
-        let keys = hashes.iter().map(|h| result_key(&config_hash, &h[i], version)).collect();
+        let keys = hashes.iter().map(|h| result_key(&config_hash, &h[i], version, sample.as_deref())).collect();
         point_entries.push(PointEntry {
             index: i,
             id: point_id(p),
@@ -167,10 +171,11 @@ pub fn prepare(study: &Study) -> CliResult<Prepared> {
             })
             .collect(),
         cost: study.cost.as_ref().map(|(t, _)| CostEntry { expr: t.clone() }),
+        sampled: sample.clone(),
         workloads: entries,
         points: point_entries,
     };
-    Ok(Prepared { manifest, points: prepared, inputs })
+    Ok(Prepared { manifest, sample: study.sample, points: prepared, inputs })
 }
 
 fn invalid(study: &Study, total: usize, bad: &[String], what: &str) -> CliError {
@@ -195,8 +200,10 @@ pub fn point_id(p: &Point) -> String {
 }
 
 /// What a stored result is valid for: the chip, the trace and the simulator's version.
-pub fn result_key(config_hash: &str, workload_hash: &str, version: &str) -> String {
-    hash_str(&format!("config {config_hash}\nworkload {workload_hash}\ngpusim {version}\n"))
+pub fn result_key(config_hash: &str, workload_hash: &str, version: &str, sample: Option<&str>) -> String {
+    // A sampled result is another result: its own key (a detailed study's keys are unchanged).
+    let sample = sample.map_or(String::new(), |s| format!("sample {s}\n"));
+    hash_str(&format!("config {config_hash}\nworkload {workload_hash}\ngpusim {version}\n{sample}"))
 }
 
 fn generated_hash(
@@ -243,9 +250,10 @@ mod tests {
         assert_eq!(point_id(&a), point_id(&a.clone()));
         assert_ne!(point_id(&a), point_id(&b));
         assert_eq!(point_id(&a).len(), 16);
-        let k = result_key("c", "w", "0.1.0");
-        assert_ne!(k, result_key("c", "w", "0.1.1"));
-        assert_ne!(k, result_key("c2", "w", "0.1.0"));
-        assert_ne!(k, result_key("c", "w2", "0.1.0"));
+        let k = result_key("c", "w", "0.1.0", None);
+        assert_ne!(k, result_key("c", "w", "0.1.1", None));
+        assert_ne!(k, result_key("c2", "w", "0.1.0", None));
+        assert_ne!(k, result_key("c", "w2", "0.1.0", None));
+        assert_ne!(k, result_key("c", "w", "0.1.0", Some("2:4:1:1")));
     }
 }

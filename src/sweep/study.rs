@@ -49,6 +49,9 @@ pub struct Study {
     pub zip: Vec<Vec<String>>,
     pub method: Method,
     pub cost: Option<(String, Expr)>,
+    /// Sample long kernels (`sample = "2:4:1:1"` in the file, or `--sample`): see
+    /// sim_core::sample. Part of each result's key.
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
 }
 
 /// One workload of a study.
@@ -94,6 +97,7 @@ struct File {
     workloads: Vec<Spanned<WorkloadFile>>,
     #[serde(default)]
     vary: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    sample: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -203,7 +207,13 @@ pub fn parse(file: &str, text: &str, base_dir: &Path) -> Result<Study, String> {
     };
     let name =
         f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("study".into(), |s| s.to_string_lossy().into()));
-    finish(Study { name, origin: file.to_string(), arch, workloads, axes, zip: f.zip, method, cost })
+    let sample = match f.sample {
+        None => None,
+        Some(s) => {
+            Some(crate::run::parse_sample(s.get_ref()).map_err(|e| format!("{}: sample: {e}", here(s.span().start)))?)
+        }
+    };
+    finish(Study { name, origin: file.to_string(), arch, workloads, axes, zip: f.zip, method, cost, sample })
 }
 
 /// What the flags of `gpusim sweep --arch ... --vary ... --workload ...` give.
@@ -261,6 +271,7 @@ pub fn from_flags(f: &Flags, is_generator: &dyn Fn(&str) -> bool) -> Result<Stud
         zip,
         method,
         cost,
+        sample: None,
     })
 }
 
@@ -373,6 +384,17 @@ trace = "two_streams.trace"
         let bad = STUDY.replace(":3'", "'");
         let e = parse("t.toml", &bad, Path::new(".")).err().unwrap();
         assert!(e.starts_with("t.toml:11:") && e.contains("number of values"), "{e}");
+    }
+
+    #[test]
+    fn sampling_is_a_study_option() {
+        assert_eq!(parse("t.toml", STUDY, Path::new(".")).unwrap().sample, None);
+        let with = STUDY.replace("cost = ", "sample = \"2:4:1:1\"\ncost = ");
+        let s = parse("t.toml", &with, Path::new(".")).unwrap();
+        assert_eq!(s.sample, Some(gpusim_sim_core::SampleOptions::default()));
+        let bad = STUDY.replace("cost = ", "sample = \"2:1:1\"\ncost = ");
+        let e = parse("t.toml", &bad, Path::new(".")).err().unwrap();
+        assert!(e.starts_with("t.toml:4:") && e.contains("sample") && e.contains("measure ≥ 2"), "{e}");
     }
 
     #[test]

@@ -105,6 +105,10 @@ pub struct Provenance {
     /// Hash of each preset used ([`config_hash`]), by name.
     pub config_hashes: BTreeMap<String, String>,
     pub memory_model: String,
+    /// `--sample`'s `WARMUP:MEASURE:TAIL:REWARM` when long kernels were sampled
+    /// (sim_core::sample); absent for a correlation in full detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<String>,
 }
 
 /// The result of [`correlate`].
@@ -360,7 +364,7 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
             .map(|(job, _)| match stopped() {
                 true => JobResult { interrupted: true, ..JobResult::default() },
                 false => {
-                    let r = crate::sim_options::with_stop(opts.stop.clone(), || run_job(job));
+                    let r = crate::sim_options::with_options(opts.stop.clone(), opts.sample, || run_job(job));
                     // A job stopped part-way is as good as not run.
                     if stopped() && r.value.as_ref().is_some_and(|v| v.is_err()) {
                         JobResult { interrupted: true, ..JobResult::default() }
@@ -412,6 +416,9 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
             data_files: opts.info.data_files.clone(),
             config_hashes,
             memory_model,
+            sampled: opts
+                .sample
+                .map(|o| format!("{}:{}:{}:{}", o.warmup_waves, o.measure_waves, o.tail_waves, o.rewarm_waves)),
         },
         cases: rows,
         summary,

@@ -156,6 +156,9 @@ pub struct Options {
     /// Once set (by a Ctrl-C handler), cases not yet started are left unrun; the result is then
     /// marked interrupted. Cases already running finish.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Sample long kernels (`gpusim correlate --sample`; validated in `tests/sampling.rs`):
+    /// faster, within the sampling's error. The accuracy gate runs in full detail.
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
 }
 
 impl Default for Options {
@@ -167,6 +170,7 @@ impl Default for Options {
             worst: 5,
             info: RunInfo::default(),
             stop: None,
+            sample: None,
         }
     }
 }

@@ -207,6 +207,9 @@ impl Correlation {
         s += "\n### Provenance\n\n";
         s += &format!("- gpusim {} (git {})\n", p.gpusim_version, p.git_hash);
         s += &format!("- `--arch {}`, kinds: {}, memory model `{}`\n", p.arch, p.kinds.join(", "), p.memory_model);
+        if let Some(o) = &p.sampled {
+            s += &format!("- long kernels sampled (`--sample {o}`): each within its error estimate of full detail\n");
+        }
         s += &format!("- data: {}\n", p.data_files.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", "));
         for (preset, h) in &p.config_hashes {
             s += &format!("- config `{preset}`: {h}\n");
@@ -245,6 +248,9 @@ impl Correlation {
         s += &format!("gpusim {} (git {}), --arch {}", p.gpusim_version, p.git_hash, p.arch);
         for (preset, h) in &p.config_hashes {
             s += &format!(", {preset} {h}");
+        }
+        if let Some(o) = &p.sampled {
+            s += &format!(", sampled ({o})");
         }
         s.push('\n');
         s
