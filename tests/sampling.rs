@@ -196,7 +196,7 @@ fn full_size_cases() {
             "FA2 fwd b16 h16 s2048 d128 (A100)",
             "attention",
             "a100-sxm4-80gb",
-            &[("batch", "8"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128")],
+            &[("batch", "16"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128")],
         ),
         generated(
             "FA3 fwd causal b8 h16 s2048 d128 (H100)",
