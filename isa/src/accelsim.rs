@@ -109,6 +109,7 @@ mod header;
 mod inst;
 mod lines;
 mod reader;
+mod writer;
 
 use std::fs::File;
 use std::io::BufReader;
@@ -116,6 +117,7 @@ use std::path::{Path, PathBuf};
 
 pub use header::{SUPPORTED_TRACER_VERSIONS, TracegHeader};
 pub use reader::TracegReader;
+pub use writer::write_traceg;
 
 use crate::diag::{self, Diagnostic};
 use crate::error::{Location, TraceError, TraceErrorKind};
