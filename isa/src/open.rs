@@ -65,7 +65,9 @@ pub fn decompress(mut input: Box<dyn Read>) -> std::io::Result<Box<dyn Read>> {
     Ok(match kind {
         Compression::None => whole,
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(whole)?),
-        Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(BufReader::with_capacity(1 << 16, whole))),
+        Compression::Xz => {
+            Box::new(liblzma::read::XzDecoder::new_multi_decoder(BufReader::with_capacity(1 << 16, whole)))
+        }
     })
 }
 
