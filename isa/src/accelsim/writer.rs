@@ -100,7 +100,7 @@ pub fn write_traceg(ks: &mut dyn KernelSource, out: &mut dyn Write, name: &str) 
                     }
                     _ => line.push_str(" 0"),
                 }
-                let _ = writeln!(line, " {}", inst.imm.max(0));
+                let _ = writeln!(line, " {}", inst.imm);
                 out.write_all(line.as_bytes()).map_err(io)?;
                 cur.advance();
                 index += 1;
