@@ -28,8 +28,8 @@ enum Input {
     FfmaExample,
     /// A registry generator with `key=value` parameters.
     Generator(&'static str, &'static [(&'static str, &'static str)]),
-    /// `gpusim trace moe` with its defaults but this many tokens.
-    Moe { tokens: u64 },
+    /// `gpusim trace moe` with its defaults but this many tokens and experts.
+    Moe { tokens: u64, experts: u64 },
     /// The FFMA example's kernel cut to this many CTAs, flattened into an Accel-Sim trace on
     /// disk (loops unrolled, one line per warp instruction), so reading it is part of the figure.
     AccelSimFlat { ctas: u32 },
@@ -86,8 +86,20 @@ pub const CASES: &[Case] = &[
         Generator("attention", &[("recipe", "fa3"), ("batch", "8"), ("seqlen", "2048")]),
         true,
     ),
-    case("moe-h800", "h800-sxm5", "MoE layer, `gpusim trace moe` defaults (4096 tokens)", Moe { tokens: 4096 }, false),
-    case("moe-h800-512", "h800-sxm5", "MoE layer, `gpusim trace moe --tokens 512`", Moe { tokens: 512 }, true),
+    case(
+        "moe-h800",
+        "h800-sxm5",
+        "MoE layer, `gpusim trace moe` defaults (4096 tokens)",
+        Moe { tokens: 4096, experts: 256 },
+        false,
+    ),
+    case(
+        "moe-h800-small",
+        "h800-sxm5",
+        "MoE layer, `gpusim trace moe --tokens 512 --experts 32`",
+        Moe { tokens: 512, experts: 32 },
+        true,
+    ),
     case(
         "accelsim-flat",
         "h100-sxm5-80gb",
@@ -147,8 +159,8 @@ impl Case {
                     params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
                 gpusim_workloads::find(name).map_err(gen_err)?.source(&params, arch).map_err(gen_err)?
             }
-            Moe { tokens } => {
-                let layer = gpusim_workloads::moe::MoeLayer { tokens, ..Default::default() };
+            Moe { tokens, experts } => {
+                let layer = gpusim_workloads::moe::MoeLayer { tokens, experts, ..Default::default() };
                 let lt = gpusim_workloads::moe::generate_layer(arch, &layer)
                     .map_err(|e| CliError::input(format!("bench case {}: {e}", self.name)))?;
                 Box::new(gpusim_workloads::registry::LazySource::from_trace(lt.trace))
