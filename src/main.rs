@@ -21,7 +21,6 @@ mod timeline;
 mod trace_cmd;
 mod ubench_cmd;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -63,17 +62,9 @@ enum Cmd {
         #[command(subcommand)]
         cmd: trace_cmd::TraceCmd,
     },
-    /// Measure simulation speed (simulated warp instructions per second) on traces.
-    Bench {
-        /// Chip preset or TOML file.
-        #[arg(long, default_value = "h100-sxm5-80gb")]
-        arch: String,
-        /// Runs per trace; the fastest counts.
-        #[arg(long, default_value_t = 3)]
-        repeat: u32,
-        /// Traces to run (default: the shipped examples under examples/).
-        traces: Vec<PathBuf>,
-    },
+    /// Measure simulation speed (warp instructions and simulated cycles per second, peak RSS) on
+    /// the built-in suite of every family, or on trace files (docs/performance.md).
+    Bench(bench::BenchArgs),
     /// Simulate reference measurements (GEMM, latency, bandwidth, Nsight Compute kernels) and
     /// report the error.
     Correlate(correlate_cmd::CorrelateArgs),
@@ -116,7 +107,7 @@ fn main() -> ExitCode {
         }
         Cmd::Arch { cmd } => arch_cmd::arch(cmd),
         Cmd::Trace { cmd } => trace_cmd::trace(cmd),
-        Cmd::Bench { arch, repeat, traces } => bench::bench(&arch, repeat, traces),
+        Cmd::Bench(a) => bench::bench(a),
         Cmd::Correlate(mut a) => {
             a.quiet = quiet;
             correlate_cmd::correlate_cmd(a)

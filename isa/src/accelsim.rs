@@ -37,6 +37,10 @@
 //! - `2 base d1 d2 ...`: hex base of the first active lane, then popcount−1 signed decimal deltas,
 //!   each from the previous active lane's address.
 //!
+//! Every file (the list and each kernel) may be zstd- or xz-compressed (`kernel-1.traceg.xz`, as
+//! the tracer's scripts leave them); it is decoded as a stream, recognised by its magic bytes
+//! ([`crate::open::decompressed`]).
+//!
 //! Modes 3 and 4 (TMA transfer lists of some newer tracer forks) are reported as
 //! [`TraceErrorKind::Unsupported`].
 //!
@@ -91,7 +95,7 @@
 //! `Io` (a file that cannot be opened, named in the message), `Syntax` (bad numbers, registers,
 //! keywords), `Truncated` (the input ends inside a block, a warp has fewer instructions than
 //! `insts = N` said, or fewer blocks than the grid has), `Unsupported` (tracer versions outside
-//! 3..=5, compressed `.xz` or unprocessed `.trace` files, address modes 3/4), `Invalid`
+//! 3..=5, unprocessed `.trace` files, address modes 3/4), `Invalid`
 //! (a block outside the grid, repeated or out of launch order, a warp that does not exist or
 //! repeats, more instructions than `insts = N`). Blocks must come in launch order (linear index,
 //! x fastest), as the post-processing tool writes them.
@@ -109,13 +113,14 @@ mod header;
 mod inst;
 mod lines;
 mod reader;
+mod writer;
 
-use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 pub use header::{SUPPORTED_TRACER_VERSIONS, TracegHeader};
 pub use reader::TracegReader;
+pub use writer::write_traceg;
 
 use crate::diag::{self, Diagnostic};
 use crate::error::{Location, TraceError, TraceErrorKind};
@@ -196,7 +201,7 @@ impl AccelSimTrace {
     /// Reads `kernelslist.g`. Kernel paths are relative to its directory.
     pub fn open(kernelslist: &Path) -> Result<AccelSimTrace, TraceError> {
         let name = kernelslist.display().to_string();
-        let file = File::open(kernelslist).map_err(|e| {
+        let file = crate::open::decompressed(kernelslist).map_err(|e| {
             TraceError::new(
                 TraceErrorKind::Io,
                 Location { file: name.clone(), line: 0, col: 0 },
@@ -270,15 +275,12 @@ impl AccelSimTrace {
         self.next += 1;
         let shown = entry.path.display().to_string();
         let unsupported = |m: String| TraceError::new(TraceErrorKind::Unsupported, entry.at.clone(), m);
-        if shown.ends_with(".xz") {
-            return Err(unsupported(format!("`{shown}` is xz-compressed; decompress it first (xz -d)")));
-        }
         if shown.ends_with(".trace") {
             return Err(unsupported(format!(
                 "`{shown}` is a raw tracer output; run Accel-Sim's post-traces-processing to make `.traceg` files"
             )));
         }
-        let file = File::open(&entry.path).map_err(|e| {
+        let file = crate::open::decompressed(&entry.path).map_err(|e| {
             TraceError::new(TraceErrorKind::Io, entry.at.clone(), format!("cannot open kernel trace `{shown}`: {e}"))
         })?;
         let mut reader = TracegReader::new(BufReader::with_capacity(1 << 16, file), shown, id)?;
@@ -332,7 +334,7 @@ impl TraceSource for AccelSimTrace {
 pub struct AccelSimKernel {
     /// `None` once detached: the rest of the kernel went to the detached one, and `left` keeps
     /// what this one still answers.
-    reader: Option<TracegReader<BufReader<File>>>,
+    reader: Option<TracegReader<BufReader<Box<dyn std::io::Read>>>>,
     left: Option<Box<(KernelInfo, OpTable, TracegHeader)>>,
     diags: Diags,
 }

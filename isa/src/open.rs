@@ -6,6 +6,10 @@
 //! to decide go back in front of the rest. So a pipe, a FIFO or `/dev/stdin` works as a trace,
 //! and a file is opened once; `-` is standard input. Accel-Sim traces are folders of files,
 //! opened by path.
+//!
+//! Any file (or standard input) compressed with zstd or xz is decompressed as a stream on the
+//! way in, recognised by its magic bytes whatever its name ([`decompressed`]): a `.gtb.zst`, a
+//! `.trace.xz`, a compressed `kernelslist.g` and the `kernel-N.traceg.xz` files it lists.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -25,6 +29,54 @@ pub enum Format {
 
 /// Bytes looked at to decide: enough to get past any header comment a person writes.
 const HEAD: u64 = 64 * 1024;
+
+/// The zstd frame magic (RFC 8878).
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// The xz stream header magic (the .xz file format, section 2.1.1.1).
+const XZ_MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0x00];
+
+/// A compression a stream is recognised by.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Compression {
+    None,
+    Zstd,
+    Xz,
+}
+
+/// The compression whose magic `head` (a stream's first bytes) starts with.
+pub fn compression_of(head: &[u8]) -> Compression {
+    if head.starts_with(&ZSTD_MAGIC) {
+        Compression::Zstd
+    } else if head.starts_with(&XZ_MAGIC) {
+        Compression::Xz
+    } else {
+        Compression::None
+    }
+}
+
+/// `input` as its decompressed bytes: the first bytes are looked at (and put back) and a zstd or
+/// xz stream is decoded as it is read, in bounded memory; anything else passes through. xz input
+/// may be several concatenated streams, as `xz` itself accepts.
+pub fn decompress(mut input: Box<dyn Read>) -> std::io::Result<Box<dyn Read>> {
+    let mut head = Vec::with_capacity(XZ_MAGIC.len());
+    (&mut input).take(XZ_MAGIC.len() as u64).read_to_end(&mut head)?;
+    let kind = compression_of(&head);
+    let whole: Box<dyn Read> = Box::new(std::io::Cursor::new(head).chain(input));
+    Ok(match kind {
+        Compression::None => whole,
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(whole)?),
+        Compression::Xz => {
+            Box::new(liblzma::read::XzDecoder::new_multi_decoder(BufReader::with_capacity(1 << 16, whole)))
+        }
+    })
+}
+
+/// Opens the file `path` (or standard input for `-`) as its decompressed bytes ([`decompress`]).
+/// The one way every reader opens a trace file, the members of a `kernelslist.g` included.
+pub fn decompressed(path: &Path) -> std::io::Result<Box<dyn Read>> {
+    let f: Box<dyn Read> = if is_stdin(path) { Box::new(std::io::stdin()) } else { Box::new(File::open(path)?) };
+    decompress(f)
+}
 
 /// The bytes a detection read, followed by the rest of the stream.
 pub type Rest = std::io::Chain<std::io::Cursor<Vec<u8>>, Box<dyn Read>>;
@@ -64,6 +116,7 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
     } else {
         Box::new(File::open(path).map_err(|e| io_error(path, "cannot open", e))?)
     };
+    f = decompress(f).map_err(|e| io_error(path, "cannot read", e))?;
     let mut head = Vec::with_capacity(HEAD as usize);
     (&mut f).take(HEAD).read_to_end(&mut head).map_err(|e| io_error(path, "cannot read", e))?;
     let format = if binary::is_binary(&head) {
@@ -82,7 +135,7 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
                 ));
             }
             return Ok(Detected::AccelSim(path.to_path_buf()));
-        } else if file.ends_with(".traceg") {
+        } else if file.ends_with(".traceg") || file.contains(".traceg.") {
             return Err(invalid(
                 "an Accel-Sim kernel trace; run its kernelslist.g (or the folder holding it) instead".to_string(),
             ));

@@ -2,9 +2,12 @@
 
 use super::lines::{At, Tokens, parse_dec_i64, parse_dec_u64, parse_hex_u32, parse_hex_u64};
 use crate::error::{TraceError, TraceErrorKind};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
 use crate::kernel::OpTable;
 use crate::opcode::{OpDesc, Semantics};
-use crate::program::Inst;
+use crate::program::{Inst, OpId};
 use crate::reg::{Reg, RegRange};
 
 /// Register operands the model holds per instruction.
@@ -26,11 +29,40 @@ pub(super) struct Decoded {
     pub mem: Option<(u64, LanePat)>,
 }
 
+/// A kernel's op table with an index in front that hashes a mnemonic cheaply (FNV-1a; the
+/// table's own index uses the standard, DoS-resistant hasher, a third of a short line's cost).
+#[derive(Default)]
+pub(super) struct Ops {
+    pub table: OpTable,
+    index: HashMap<Box<str>, OpId, BuildHasherDefault<Fnv1a>>,
+}
+
+/// The 64-bit FNV-1a hash.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Parses one instruction line: `[line] PC mask ndst {R} OPCODE nsrc {R} width [mode addrs] [imm]`.
 pub(super) fn parse_inst(
     at: &At,
     lineinfo: bool,
-    ops: &mut OpTable,
+    ops: &mut Ops,
     offsets: &mut [i64; 32],
 ) -> Result<Decoded, TraceError> {
     let mut tk = Tokens::new(at.text);
@@ -56,20 +88,28 @@ pub(super) fn parse_inst(
     let mut dst = [Reg::NONE; MAX_DST];
     for d in dst.iter_mut().take(ndst as usize) {
         let (o, t) = need(at, &mut tk, "destination register")?;
-        *d = Reg::parse(t).ok_or_else(|| at.syntax(o, format!("bad destination register `{t}`")))?;
+        *d = reg(t).ok_or_else(|| at.syntax(o, format!("bad destination register `{t}`")))?;
     }
 
     let (op_off, mnemonic) = need(at, &mut tk, "opcode")?;
-    if !mnemonic.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        return Err(at.syntax(op_off, format!("bad opcode `{mnemonic}`")));
-    }
-    if Reg::parse(mnemonic).is_some() {
-        return Err(at.syntax(
-            op_off,
-            format!("expected an opcode, found the register `{mnemonic}` (does the destination count match?)"),
-        ));
-    }
-    let op = ops.intern(mnemonic).map_err(|e| at.err(TraceErrorKind::Invalid, op_off, e))?;
+    let op = match ops.index.get(mnemonic) {
+        // Seen before, so it passed the checks below.
+        Some(&op) => op,
+        None => {
+            if !mnemonic.starts_with(|c: char| c.is_ascii_alphabetic()) {
+                return Err(at.syntax(op_off, format!("bad opcode `{mnemonic}`")));
+            }
+            if Reg::parse(mnemonic).is_some() {
+                return Err(at.syntax(
+                    op_off,
+                    format!("expected an opcode, found the register `{mnemonic}` (does the destination count match?)"),
+                ));
+            }
+            let op = ops.table.intern(mnemonic).map_err(|e| at.err(TraceErrorKind::Invalid, op_off, e))?;
+            ops.index.insert(mnemonic.into(), op);
+            op
+        }
+    };
 
     let (o, t) = need(at, &mut tk, "source count")?;
     let nsrc = parse_dec_u64(t).ok_or_else(|| at.syntax(o, format!("bad source count `{t}`")))?;
@@ -83,7 +123,7 @@ pub(super) fn parse_inst(
     let mut src = [Reg::NONE; MAX_SRC];
     for s in src.iter_mut().take(nsrc as usize) {
         let (o, t) = need(at, &mut tk, "source register")?;
-        *s = Reg::parse(t).ok_or_else(|| at.syntax(o, format!("bad source register `{t}`")))?;
+        *s = reg(t).ok_or_else(|| at.syntax(o, format!("bad source register `{t}`")))?;
     }
 
     let (o, t) = need(at, &mut tk, "memory width")?;
@@ -108,7 +148,7 @@ pub(super) fn parse_inst(
         return Err(at.syntax(o, format!("unexpected `{t}` after the end of the instruction")));
     }
 
-    let desc = ops.get(op);
+    let desc = ops.table.get(op);
     let w = if width > 0 { width } else { desc.width as u32 };
     let mut inst = Inst::new(op);
     inst.pc = pc;
@@ -123,6 +163,22 @@ pub(super) fn parse_inst(
         inst.src[i] = range(*r, if i >= 1 { sn } else { 1 });
     }
     Ok(Decoded { inst, mem })
+}
+
+/// [`Reg::parse`], with a fast path for the form nearly every operand of a trace has: `R` and
+/// one to three digits below 255.
+#[inline]
+fn reg(t: &str) -> Option<Reg> {
+    if let [b'R', d @ ..] = t.as_bytes()
+        && (1..=3).contains(&d.len())
+        && d.iter().all(u8::is_ascii_digit)
+    {
+        let n = d.iter().fold(0u16, |n, &c| n * 10 + (c - b'0') as u16);
+        if n < 255 {
+            return Some(Reg(n));
+        }
+    }
+    Reg::parse(t)
 }
 
 /// The next token, or a syntax error at the end of the line naming what is missing.
@@ -277,11 +333,11 @@ mod tests {
     use super::*;
 
     fn parse(text: &str, lineinfo: bool) -> Result<(Decoded, OpTable, [i64; 32]), TraceError> {
-        let mut ops = OpTable::new();
+        let mut ops = Ops::default();
         let mut offs = [0i64; 32];
         let at = At { file: "t", line: 7, text };
         let d = parse_inst(&at, lineinfo, &mut ops, &mut offs)?;
-        Ok((d, ops, offs))
+        Ok((d, ops.table, offs))
     }
 
     #[test]

@@ -144,8 +144,33 @@ impl<'a> Tokens<'a> {
         Tokens { s, pos: 0 }
     }
 
-    /// The next token and its byte offset.
+    /// The next token and its byte offset. Tokens are separated by Unicode whitespace; the
+    /// common all-ASCII line is scanned byte by byte, anything else by characters.
+    #[inline]
     pub(super) fn next_tok(&mut self) -> Option<(usize, &'a str)> {
+        let b = self.s.as_bytes();
+        let mut i = self.pos;
+        while i < b.len() && ascii_space(b[i]) {
+            i += 1;
+        }
+        if i == b.len() {
+            self.pos = i;
+            return None;
+        }
+        let start = i;
+        while i < b.len() && !ascii_space(b[i]) {
+            if b[i] >= 0x80 {
+                return self.next_tok_unicode();
+            }
+            i += 1;
+        }
+        self.pos = i;
+        Some((start, &self.s[start..i]))
+    }
+
+    /// [`Tokens::next_tok`] by characters, for a token that holds or meets non-ASCII text.
+    #[cold]
+    fn next_tok_unicode(&mut self) -> Option<(usize, &'a str)> {
         let rest = &self.s[self.pos..];
         let skip = rest.len() - rest.trim_start().len();
         let start = self.pos + skip;
@@ -165,35 +190,72 @@ impl<'a> Tokens<'a> {
     }
 }
 
+/// Whether `b` is an ASCII character that `char::is_whitespace` accepts (U+0009 to U+000D and
+/// the space; `u8::is_ascii_whitespace` leaves out U+000B).
+#[inline]
+fn ascii_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t'..=b'\r')
+}
+
 /// Hexadecimal with an optional `0x` prefix, 1 to 16 digits.
+#[inline]
 pub(super) fn parse_hex_u64(t: &str) -> Option<u64> {
-    let d = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-    if d.is_empty() || d.len() > 16 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let d = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t).as_bytes();
+    if d.is_empty() || d.len() > 16 {
         return None;
     }
-    u64::from_str_radix(d, 16).ok()
+    let mut v = 0u64;
+    for &c in d {
+        let x = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | x as u64;
+    }
+    Some(v)
 }
 
 /// Hexadecimal that must fit 32 bits.
+#[inline]
 pub(super) fn parse_hex_u32(t: &str) -> Option<u32> {
     parse_hex_u64(t).and_then(|v| u32::try_from(v).ok())
 }
 
-/// Unsigned decimal digits only.
-pub(super) fn parse_dec_u64(t: &str) -> Option<u64> {
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+/// The value of ASCII decimal digits, `None` when empty, another byte appears, or it overflows.
+#[inline]
+fn digits_u64(d: &[u8]) -> Option<u64> {
+    if d.is_empty() {
         return None;
     }
-    t.parse().ok()
+    let mut v = 0u64;
+    for &c in d {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+/// Unsigned decimal digits only.
+#[inline]
+pub(super) fn parse_dec_u64(t: &str) -> Option<u64> {
+    digits_u64(t.as_bytes())
 }
 
 /// Signed decimal (`-12`, `+3`, `7`).
+#[inline]
 pub(super) fn parse_dec_i64(t: &str) -> Option<i64> {
-    let d = t.strip_prefix(['-', '+']).unwrap_or(t);
-    if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    t.parse().ok()
+    let b = t.as_bytes();
+    let (neg, d) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let v = digits_u64(d)?;
+    if neg { 0i64.checked_sub_unsigned(v) } else { i64::try_from(v).ok() }
 }
 
 /// Splits `key = value` at the first `=`: the key with its inner whitespace collapsed to single
@@ -275,6 +337,13 @@ mod tests {
         assert_eq!(t.next_tok(), Some((9, "e")));
         assert_eq!(t.next_tok(), None);
         assert_eq!(t.next_tok(), None);
+        // Non-ASCII: whitespace by Unicode's rules, offsets in bytes, as before the fast path.
+        let mut t = Tokens::new("a\u{a0}b\u{2003} é\u{b}c");
+        assert_eq!(t.next_tok(), Some((0, "a")));
+        assert_eq!(t.next_tok(), Some((3, "b")));
+        assert_eq!(t.next_tok(), Some((8, "é")));
+        assert_eq!(t.next_tok(), Some((11, "c")));
+        assert_eq!(t.next_tok(), None);
     }
 
     #[test]
@@ -290,6 +359,15 @@ mod tests {
         assert_eq!(parse_dec_i64("-"), None);
         assert_eq!(parse_dec_u64("+1"), None);
         assert_eq!(parse_dec_u64("99999999999999999999999"), None);
+        assert_eq!(parse_dec_u64("18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_dec_u64("18446744073709551616"), None);
+        assert_eq!(parse_dec_i64("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_dec_i64("9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_dec_i64("9223372036854775808"), None);
+        assert_eq!(parse_dec_i64("-9223372036854775809"), None);
+        assert_eq!(parse_dec_i64("+"), None);
+        assert_eq!(parse_hex_u64("0xFFFFffffFFFFffff"), Some(u64::MAX));
+        assert_eq!(parse_hex_u64("0x0x1"), None);
     }
 
     #[test]

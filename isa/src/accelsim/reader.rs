@@ -6,8 +6,8 @@ use std::io::BufRead;
 use std::sync::Arc;
 
 use super::header::{TracegHeader, parse_header};
-use super::inst::{Decoded, LanePat, parse_inst};
-use super::lines::{DiagSink, LineReader, key_value, parse_dec_u64, parse_triple};
+use super::inst::{Decoded, LanePat, Ops, parse_inst};
+use super::lines::{DiagSink, LineReader, Tokens, key_value, parse_dec_u64, parse_triple};
 use crate::diag::{self, Diagnostic};
 use crate::error::{TraceError, TraceErrorKind};
 use crate::kernel::{CtaTrace, Dim3, KernelInfo, OpTable};
@@ -23,7 +23,7 @@ pub struct TracegReader<R> {
     lines: LineReader<R>,
     header: TracegHeader,
     pub(super) info: KernelInfo,
-    ops: OpTable,
+    ops: Ops,
     diags: DiagSink,
     next_linear: u64,
     done: bool,
@@ -51,7 +51,7 @@ impl<R: BufRead> TracegReader<R> {
             lines,
             header,
             info,
-            ops: OpTable::new(),
+            ops: Ops::default(),
             diags,
             next_linear: 0,
             done: false,
@@ -100,7 +100,7 @@ impl<R: BufRead> TracegReader<R> {
             let at = self.lines.at();
             let t = at.text.trim_start();
             let lead = at.text.len() - t.len();
-            let Some(first) = t.split_whitespace().next() else { continue };
+            let Some((_, first)) = Tokens::new(t).next_tok() else { continue };
             match first {
                 "#BEGIN_TB" => break,
                 "#END_TB" => return Err(at.syntax(lead, "`#END_TB` without `#BEGIN_TB`")),
@@ -128,7 +128,7 @@ impl<R: BufRead> TracegReader<R> {
             let at = self.lines.at();
             let t = at.text.trim_start();
             let lead = at.text.len() - t.len();
-            let Some(first) = t.split_whitespace().next() else { continue };
+            let Some((_, first)) = Tokens::new(t).next_tok() else { continue };
             if first.starts_with('#') {
                 match first {
                     "#END_TB" => {
@@ -286,7 +286,7 @@ impl<R: BufRead> KernelSource for TracegReader<R> {
     }
 
     fn ops(&self) -> &OpTable {
-        &self.ops
+        &self.ops.table
     }
 
     fn next_cta(&mut self) -> Result<Option<CtaTrace>, TraceError> {
