@@ -65,13 +65,17 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
         thousands(k.start_cycle)
     );
     if let Some(s) = &k.sampled {
+        let skipped = if s.method == "loop" {
+            format!("{} of {} main-loop iterations skipped in every CTA", s.skipped_loop_iterations, s.loop_iterations)
+        } else {
+            format!("{} of {} CTAs skipped", thousands(s.skipped_ctas), thousands(s.skipped_ctas + s.detailed_ctas))
+        };
         let _ = writeln!(
             out,
-            "  sampled      {} of {} CTAs skipped, {} cycles extrapolated from {} measured waves: ±{:.2}% estimated{}",
-            thousands(s.skipped_ctas),
-            thousands(s.skipped_ctas + s.detailed_ctas),
+            "  sampled      {skipped}, {} cycles extrapolated from {} measured {}: ±{:.2}% estimated{}",
             thousands(s.extrapolated_cycles),
             s.measured_waves,
+            if s.method == "loop" { "segments" } else { "waves" },
             s.error_pct,
             if s.overlapped {
                 " (another kernel overlapped its tail: its timing ignores the skipped cycles)"

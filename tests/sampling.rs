@@ -199,6 +199,12 @@ fn full_size_cases() {
             &[("batch", "16"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128")],
         ),
         generated(
+            "FA3 fwd persistent b8 h16 s2048 d128 (H100)",
+            "attention",
+            "h100-sxm5-80gb",
+            &[("batch", "8"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128")],
+        ),
+        generated(
             "FA3 fwd causal b8 h16 s2048 d128 (H100)",
             "attention",
             "h100-sxm5-80gb",

@@ -387,7 +387,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             let kidx = self.active[i];
             let k = &self.kernels[kidx];
             let Some(s) = self.samplers[kidx].as_mut() else { continue };
-            if !k.source_done || !s.loop_mode() || !s.poll(k, now) {
+            // Milestones count from every CTA placed (a one-wave grid places them all at once;
+            // its source learns it is exhausted only when a slot frees, at the end).
+            if k.ctas_dispatched < k.info.num_ctas() || !s.loop_mode() || !s.poll(k, now) {
                 continue;
             }
             let alone = runs_alone(&self.active, &self.kernels, kidx);

@@ -115,7 +115,7 @@ pub struct Sampled {
     pub skipped_warp_instructions: u64,
     /// Cycles added for the skipped CTAs (included in the kernel's cycles).
     pub extrapolated_cycles: u64,
-    /// Waves the extrapolation was measured on.
+    /// Waves (loop mode: loop segments) the extrapolation was measured on.
     pub measured_waves: u32,
     /// Estimated error of the kernel's cycles, in percent of them: the measured waves' spread of
     /// cycles per warp instruction over the extrapolated cycles.

@@ -47,6 +47,10 @@ pub struct BenchArgs {
     /// figures; what the parent starts for each case.
     #[arg(long, hide = true)]
     pub child: Option<String>,
+    /// Run every case sampled, as `gpusim run --sample` does (warp instructions per second then
+    /// count the skipped instructions too: the figure is what a sampled run delivers).
+    #[arg(long, num_args = 0..=1, default_missing_value = "2:4:1:1", value_name = "WARMUP:MEASURE:TAIL[:REWARM]")]
+    pub sample: Option<String>,
     /// Trace files to run (gpusim text or binary, Accel-Sim); with none, the suite.
     pub traces: Vec<PathBuf>,
 }
@@ -69,7 +73,16 @@ impl Job {
 pub fn bench(a: BenchArgs) -> CliResult {
     let repeat = a.repeat.max(1);
     if let Some(spec) = &a.child {
-        return run_child(spec, &a.arch, repeat);
+        let sample = a
+            .sample
+            .as_deref()
+            .map(crate::run::parse_sample)
+            .transpose()
+            .map_err(|e| CliError::input(format!("--sample {e}")))?;
+        return run_child(spec, &a.arch, repeat, sample);
+    }
+    if let Some(s) = &a.sample {
+        crate::run::parse_sample(s).map_err(|e| CliError::input(format!("--sample {e}")))?;
     }
     if !a.traces.is_empty() && (a.suite.is_some() || !a.only.is_empty()) {
         return Err(CliError::input("name trace files or choose --suite/--only, not both"));
@@ -99,6 +112,9 @@ pub fn bench(a: BenchArgs) -> CliResult {
         if let Job::File(_) = job {
             args.extend(["--arch".to_string(), a.arch.clone()]);
         }
+        if let Some(s) = &a.sample {
+            args.extend(["--sample".to_string(), s.clone()]);
+        }
         let f = child::run(&args)?;
         let (name, arch, what) = match job {
             Job::Case(c) => (c.name.to_string(), c.arch.to_string(), c.what.to_string()),
@@ -123,7 +139,9 @@ pub fn bench(a: BenchArgs) -> CliResult {
         println!("note: a debug build; build with --release for meaningful figures");
     }
     if let Some(md) = &a.markdown {
-        let note = format!("{build} build, best of {repeat}, one thread; `gpusim bench {}`", describe_selection(&a));
+        let sampled = a.sample.as_ref().map_or(String::new(), |s| format!(" --sample {s}"));
+        let note =
+            format!("{build} build, best of {repeat}, one thread; `gpusim bench {}{sampled}`", describe_selection(&a));
         let doc =
             std::fs::read_to_string(md).map_err(|e| CliError::input(format!("--markdown {}: {e}", md.display())))?;
         let out = markdown::rewrite(&doc, &markdown::table(&rows, &note))
@@ -143,8 +161,8 @@ fn describe_selection(a: &BenchArgs) -> String {
 }
 
 /// The child's side: run the case `repeat` times, print the figures of the fastest.
-fn run_child(spec: &str, arch_name: &str, repeat: u32) -> CliResult {
-    let opts = SimOptions::default();
+fn run_child(spec: &str, arch_name: &str, repeat: u32, sample: Option<gpusim_sim_core::SampleOptions>) -> CliResult {
+    let opts = SimOptions { sample, ..SimOptions::default() };
     let mut best = Figures { seconds: f64::INFINITY, ..Figures::default() };
     for _ in 0..repeat {
         let start;
