@@ -4,7 +4,10 @@
 //! A kernel of many waves of CTAs reaches a steady state after its first wave: later waves
 //! repeat the same pattern of issue, stalls and traffic, drifting slowly as the grid moves
 //! through memory (a grouped GEMM's experts, a raster order). The sampler lets the detailed
-//! model run `warmup_waves` waves (ramp-up, caches filling), then alternates: one measured wave,
+//! model run `warmup_waves` waves (ramp-up, caches filling) and then on until two consecutive
+//! waves agree within 2% in cycles per instruction (a memory-bound grid's queues may still be
+//! filling; it gives up, and runs in detail, at a third of the grid), then alternates: one
+//! measured wave,
 //! then a block of whole waves *skipped* at dispatch (a skipped CTA never reaches an SM), so
 //! that the `measure_waves` measured waves are spread evenly over the grid. The last
 //! `tail_waves` waves plus the grid's partial last wave run in detail, so the tail's imbalance
@@ -205,6 +208,17 @@ struct LoopPlan {
     skip: u64,
 }
 
+/// Whether the two stretches `a..b` and `b..c` agree in cycles per instruction within
+/// [`STEADY_TOLERANCE`].
+fn steady(a: &Mark, b: &Mark, c: &Mark) -> bool {
+    let cpi = |x: &Mark, y: &Mark| {
+        (y.cycle - x.cycle) as f64 / y.stats.warp_insts.saturating_sub(x.stats.warp_insts).max(1) as f64
+    };
+    let (c1, c2) = (cpi(a, b), cpi(b, c));
+    let mean = (c1 + c2) / 2.0;
+    mean > 0.0 && (c1 - c2).abs() <= STEADY_TOLERANCE * mean
+}
+
 /// Loop mode: three consecutive segments agree (the throughput is steady) when their
 /// cycles per instruction differ by at most this fraction of their mean.
 const STEADY_TOLERANCE: f64 = 0.02;
@@ -291,6 +305,20 @@ impl KernelSampler {
         }
         self.marks.push(Mark { cycle: now, stats: k.stats.clone() });
         self.next_boundary = k.ctas_done + self.wave;
+        if self.block_ctas.is_empty() {
+            // Not steady yet: the first block is skipped only once two consecutive waves agree
+            // (a memory-bound grid's queues may still be filling); the later measured waves
+            // then follow the plan. Gives up at a third of the grid.
+            let n = self.marks.len();
+            if n >= 3 && steady(&self.marks[n - 3], &self.marks[n - 2], &self.marks[n - 1]) && self.lay_out_blocks(k) {
+                self.marks.drain(..n - 2);
+            } else {
+                if k.ctas_dispatched.saturating_mul(3) > k.info.num_ctas() {
+                    self.cancel();
+                }
+                return;
+            }
+        }
         // After the warm-up (mark 0): a measured wave, its block skipped, `rewarm_waves` waves
         // not measured, the next measured wave, and so on.
         let i = self.marks.len() - 1;
@@ -313,19 +341,25 @@ impl KernelSampler {
     }
 
     /// Waves mode, at the first retirement, when a wave's size is known (every CTA placed so far
-    /// was resident at once): lays out the measured waves and skipped blocks over the grid.
-    /// False when the grid is too short.
+    /// was resident at once). False when the grid is too short.
     fn plan_waves(&mut self, k: &KernelRun) -> bool {
         self.wave = k.ctas_dispatched.max(1);
-        let full = k.info.num_ctas() / self.wave;
+        self.next_boundary = self.opts.warmup_waves as u64 * self.wave;
+        k.info.num_ctas() / self.wave >= self.opts.min_waves()
+    }
+
+    /// Waves mode, once steady (the wave just measured is the first measured wave): lays out
+    /// the skipped blocks and the waves measured between them over the CTAs not yet placed.
+    /// False when too few are left.
+    fn lay_out_blocks(&mut self, k: &KernelRun) -> bool {
         let o = self.opts;
-        let detailed = o.min_waves() - 1;
-        let Some(skippable) = full.checked_sub(detailed).filter(|&n| n > 0) else { return false };
+        let left = k.info.num_ctas().saturating_sub(k.ctas_dispatched) / self.wave;
+        let m = o.measure_waves as u64;
+        let detailed = (m - 1) * (1 + o.rewarm_waves as u64) + o.tail_waves as u64;
+        let Some(skippable) = left.checked_sub(detailed).filter(|&n| n > 0) else { return false };
         // Whole waves only: the grid's partial last wave takes nearly a full wave's time, so it
         // stays in the detailed tail, as in the full grid. Blocks as even as whole waves allow.
-        let m = o.measure_waves as u64;
         self.block_ctas = (0..m).map(|b| (skippable / m + u64::from(b < skippable % m)) * self.wave).collect();
-        self.next_boundary = o.warmup_waves as u64 * self.wave;
         true
     }
 
