@@ -23,16 +23,18 @@ const MMA: u8 = StallReason::MathDependency as u8;
 /// One warp's block bounds.
 #[derive(Clone, Copy, Debug)]
 pub struct Bounds {
-    /// Over every register of the block.
-    all: [u64; BLOCKS],
-    /// Over the registers of the block whose producer is not a warpgroup MMA (reason
-    /// `MathDependency`): what a chained MMA waits for.
-    plain: [u64; BLOCKS],
+    /// Per block, side by side (one host cache line for both): `[ALL]` over every register of
+    /// the block, `[PLAIN]` over those whose producer is not a warpgroup MMA (reason
+    /// `MathDependency`), what a chained MMA waits for.
+    blocks: [[u64; 2]; BLOCKS],
 }
+
+const ALL: usize = 0;
+const PLAIN: usize = 1;
 
 impl Default for Bounds {
     fn default() -> Self {
-        Bounds { all: [0; BLOCKS], plain: [0; BLOCKS] }
+        Bounds { blocks: [[0; 2]; BLOCKS] }
     }
 }
 
@@ -69,12 +71,12 @@ pub fn write(
     for (blk, part) in blocks(span) {
         let whole = part.len() == BLOCK.min(REG_SPACE - blk * BLOCK);
         let plain = if reason == MMA { 0 } else { at };
+        let bound = &mut b.blocks[blk];
         if whole {
-            b.all[blk] = at;
-            b.plain[blk] = plain;
+            *bound = [at, plain];
         } else {
-            b.all[blk] = b.all[blk].max(at);
-            b.plain[blk] = b.plain[blk].max(plain);
+            bound[ALL] = bound[ALL].max(at);
+            bound[PLAIN] = bound[PLAIN].max(plain);
         }
     }
 }
@@ -91,9 +93,9 @@ pub fn wait_for(
     skip_mma: bool,
     (mut ready, mut why): (u64, u8),
 ) -> (u64, u8) {
-    let bounds = if skip_mma { &b.plain } else { &b.all };
+    let which = if skip_mma { PLAIN } else { ALL };
     for (blk, part) in blocks(span) {
-        if bounds[blk] <= ready {
+        if b.blocks[blk][which] <= ready {
             continue;
         }
         for r in part {
