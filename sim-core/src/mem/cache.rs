@@ -210,13 +210,16 @@ mod tests {
     /// The cache as it was written before the recency order: an LRU stamp per way, the first
     /// invalid way else the oldest as the victim. The recency-ordered cache must answer every
     /// call as this one does.
+    /// (line + 1, stamp, valid, dirty, ready); line + 1 == 0: an invalid way.
+    type StampedWay = (u64, u64, u32, u32, u64);
+
     struct Stamped {
-        sets: Vec<Vec<(u64, u64, u32, u32, u64)>>, // (line + 1, stamp, valid, dirty, ready)
+        sets: Vec<Vec<StampedWay>>,
         tick: u64,
     }
 
     impl Stamped {
-        fn set(&mut self, line: u64) -> &mut Vec<(u64, u64, u32, u32, u64)> {
+        fn set(&mut self, line: u64) -> &mut Vec<StampedWay> {
             let n = self.sets.len() as u64;
             &mut self.sets[(line % n) as usize]
         }
