@@ -48,14 +48,6 @@ pub fn span(r: &RegRange) -> Range<usize> {
     start..(r.first.index() + r.count as usize).min(REG_SPACE)
 }
 
-/// The blocks a non-empty span touches, each with the part of the span inside it.
-#[inline]
-fn blocks(span: Range<usize>) -> impl Iterator<Item = (usize, Range<usize>)> {
-    let first = span.start / BLOCK;
-    let last = if span.is_empty() { first } else { (span.end - 1) / BLOCK + 1 };
-    (first..last).map(move |b| (b, span.start.max(b * BLOCK)..span.end.min(b * BLOCK + BLOCK)))
-}
-
 /// Registers `span` become ready at `at`, written by a producer of kind `reason`.
 #[inline]
 pub fn write(
@@ -66,12 +58,17 @@ pub fn write(
     at: u64,
     reason: u8,
 ) {
-    ready[span.clone()].fill(at);
-    why[span.clone()].fill(reason);
-    for (blk, part) in blocks(span) {
-        let whole = part.len() == BLOCK.min(REG_SPACE - blk * BLOCK);
-        let plain = if reason == MMA { 0 } else { at };
+    if span.is_empty() {
+        return;
+    }
+    for r in span.clone() {
+        ready[r] = at;
+        why[r] = reason;
+    }
+    let plain = if reason == MMA { 0 } else { at };
+    for blk in span.start / BLOCK..=(span.end - 1) / BLOCK {
         let bound = &mut b.blocks[blk];
+        let whole = span.start <= blk * BLOCK && span.end >= (blk * BLOCK + BLOCK).min(REG_SPACE);
         if whole {
             *bound = [at, plain];
         } else {
@@ -79,6 +76,30 @@ pub fn write(
             bound[PLAIN] = bound[PLAIN].max(plain);
         }
     }
+}
+
+/// The ordered scan of registers `span`: each register later than the wait so far makes it
+/// that register's (one written by a warpgroup MMA is passed over when `skip_mma`).
+#[inline]
+fn scan(
+    regs: &[u64; REG_SPACE],
+    reasons: &[u8; REG_SPACE],
+    span: Range<usize>,
+    skip_mma: bool,
+    (mut ready, mut why): (u64, u8),
+) -> (u64, u8) {
+    for r in span {
+        let t = regs[r];
+        if t > ready {
+            let rr = reasons[r];
+            if skip_mma && rr == MMA {
+                continue;
+            }
+            ready = t;
+            why = rr;
+        }
+    }
+    (ready, why)
 }
 
 /// Waits for registers `span` on top of a wait until `ready` for `why`: in register order,
@@ -91,26 +112,22 @@ pub fn wait_for(
     b: &Bounds,
     span: Range<usize>,
     skip_mma: bool,
-    (mut ready, mut why): (u64, u8),
+    mut wait: (u64, u8),
 ) -> (u64, u8) {
+    // An operand of a few registers is read directly: its registers share a host cache line or
+    // two, and its bound would be one more.
+    if span.len() <= BLOCK {
+        return scan(regs, reasons, span, skip_mma, wait);
+    }
     let which = if skip_mma { PLAIN } else { ALL };
-    for (blk, part) in blocks(span) {
-        if b.blocks[blk][which] <= ready {
+    for blk in span.start / BLOCK..=(span.end - 1) / BLOCK {
+        if b.blocks[blk][which] <= wait.0 {
             continue;
         }
-        for r in part {
-            let t = regs[r];
-            if t > ready {
-                let rr = reasons[r];
-                if skip_mma && rr == MMA {
-                    continue;
-                }
-                ready = t;
-                why = rr;
-            }
-        }
+        let part = span.start.max(blk * BLOCK)..span.end.min(blk * BLOCK + BLOCK);
+        wait = scan(regs, reasons, part, skip_mma, wait);
     }
-    (ready, why)
+    wait
 }
 
 #[cfg(test)]
