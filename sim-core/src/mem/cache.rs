@@ -22,22 +22,48 @@ fn tag(line: u64) -> u64 {
     line + 1
 }
 
+/// The fields of one way, side by side (see `SectorCache::ways`).
+const TAG: usize = 0;
+const READY: usize = 1;
+/// Valid sectors in the low 32 bits, dirty sectors in the high 32.
+const MASKS: usize = 2;
+type Way = [u64; 3];
+
+#[inline]
+fn valid_of(w: &Way) -> u32 {
+    w[MASKS] as u32
+}
+
+#[inline]
+fn dirty_of(w: &Way) -> u32 {
+    (w[MASKS] >> 32) as u32
+}
+
+#[inline]
+fn masks(valid: u32, dirty: u32) -> u64 {
+    valid as u64 | (dirty as u64) << 32
+}
+
 /// The cache. Line addresses are byte addresses shifted right by the line size.
+///
+/// Each set keeps its ways in recency order, most recent first, instead of an LRU stamp per
+/// way: a use moves the way to the front, a new line goes in front, and the victim is the last
+/// valid way (the least recently used one, as the stamps chose). Which physical way holds a
+/// line is not observable, so this is the same cache; what it saves is host memory traffic: a
+/// way's fields share a host cache line, and the lines a kernel reuses sit at the front of
+/// their sets, where a lookup finds them after reading one or two host cache lines.
 pub struct SectorCache {
     sets: u64,
     assoc: usize,
     hash_sets: bool,
-    tags: Vec<u64>,
-    lru: Vec<u64>,
-    ready: Vec<u64>,
-    valid: Vec<u32>,
-    dirty: Vec<u32>,
-    tick: u64,
+    /// Per way, set after set, each set in recency order: tag, fill-ready cycle, and the
+    /// valid and dirty masks.
+    ways: Vec<Way>,
 }
 
 impl SectorCache {
-    /// Bytes of state per line: tag, LRU stamp and fill cycle (8 B each), valid and dirty masks.
-    pub const BYTES_PER_LINE: u64 = 3 * 8 + 2 * 4;
+    /// Bytes of state per line: tag and fill cycle (8 B each), valid and dirty masks.
+    pub const BYTES_PER_LINE: u64 = size_of::<Way>() as u64;
 
     /// `lines` total lines (rounded down to whole sets), `assoc` ways. With `hash_sets` the set
     /// index is an XOR-fold of the line address (as L2s do against strided conflicts).
@@ -49,12 +75,7 @@ impl SectorCache {
             sets,
             assoc,
             hash_sets,
-            tags: vec![INVALID; n], // zeroed: see `INVALID`
-            lru: vec![0; n],
-            ready: vec![0; n],
-            valid: vec![0; n],
-            dirty: vec![0; n],
-            tick: 0,
+            ways: vec![[INVALID, 0, 0]; n], // zeroed: see `INVALID`
         }
     }
 
@@ -72,17 +93,31 @@ impl SectorCache {
     fn find(&self, line: u64) -> Option<usize> {
         let base = self.set_of(line);
         let t = tag(line);
-        (base..base + self.assoc).find(|&i| self.tags[i] == t)
+        self.ways[base..base + self.assoc].iter().position(|w| w[TAG] == t).map(|w| base + w)
+    }
+
+    /// Makes way `i` the most recent of its set (whose first way is `base`); returns its new
+    /// index.
+    #[inline]
+    fn touch(&mut self, base: usize, i: usize) -> usize {
+        if i != base {
+            let w = self.ways[i];
+            self.ways.copy_within(base..i, base + 1);
+            self.ways[base] = w;
+        }
+        base
     }
 
     /// Looks up a line once: its valid sectors and fill-ready cycle, refreshing its LRU
     /// position; `None` when absent.
     #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<(u32, u64)> {
-        let i = self.find(line)?;
-        self.tick += 1;
-        self.lru[i] = self.tick;
-        Some((self.valid[i], self.ready[i]))
+        let base = self.set_of(line);
+        let t = tag(line);
+        let w = self.ways[base..base + self.assoc].iter().position(|w| w[TAG] == t)?;
+        let i = self.touch(base, base + w);
+        let way = &self.ways[i];
+        Some((valid_of(way), way[READY]))
     }
 
     /// Whether the line is present (any sector), without touching LRU.
@@ -93,75 +128,64 @@ impl SectorCache {
     /// Marks `sectors` of `line` valid (and dirty if `dirty`), ready at `ready`, allocating the
     /// line if absent. Returns the line evicted for it, if any.
     pub fn fill(&mut self, line: u64, sectors: u32, ready: u64, dirty: bool) -> Option<Victim> {
-        self.tick += 1;
         let base = self.set_of(line);
-        let end = base + self.assoc;
-        // One pass over the set: the line itself, else the first invalid way, else the LRU way.
-        let tags = &self.tags[base..end];
-        let lru = &self.lru[base..end];
+        let want = tag(line);
+        let set = &self.ways[base..base + self.assoc];
+        // One pass over the set: the line itself, else an invalid way, else the last (least
+        // recently used) way.
         let mut found = None;
         let mut invalid = None;
-        let mut oldest = 0;
-        let want = tag(line);
-        for w in 0..tags.len() {
-            let t = tags[w];
-            if t == want {
+        for (w, way) in set.iter().enumerate() {
+            if way[TAG] == want {
                 found = Some(w);
                 break;
             }
-            if t == INVALID {
-                if invalid.is_none() {
-                    invalid = Some(w);
-                }
-            } else if lru[w] < lru[oldest] || tags[oldest] == INVALID {
-                oldest = w;
+            if way[TAG] == INVALID && invalid.is_none() {
+                invalid = Some(w);
             }
         }
+        let dirty_mask = if dirty { sectors } else { 0 };
         if let Some(w) = found {
-            let i = base + w;
-            self.valid[i] |= sectors;
-            if dirty {
-                self.dirty[i] |= sectors;
-            }
-            self.ready[i] = self.ready[i].max(ready);
-            self.lru[i] = self.tick;
+            let i = self.touch(base, base + w);
+            let way = &mut self.ways[i];
+            way[MASKS] |= masks(sectors, dirty_mask);
+            way[READY] = way[READY].max(ready);
             return None;
         }
-        let way = base + invalid.unwrap_or(oldest);
-        let victim = (self.tags[way] != INVALID).then(|| Victim {
-            line: self.tags[way] - 1,
-            valid_sectors: self.valid[way],
-            dirty_sectors: self.dirty[way],
+        let i = self.touch(base, base + invalid.unwrap_or(self.assoc - 1));
+        let way = &mut self.ways[i];
+        let victim = (way[TAG] != INVALID).then(|| Victim {
+            line: way[TAG] - 1,
+            valid_sectors: valid_of(way),
+            dirty_sectors: dirty_of(way),
         });
-        self.tags[way] = want;
-        self.valid[way] = sectors;
-        self.dirty[way] = if dirty { sectors } else { 0 };
-        self.ready[way] = ready;
-        self.lru[way] = self.tick;
+        *way = [want, ready, masks(sectors, dirty_mask)];
         victim
     }
 
     /// The cycle the line's pending fill completes, if the line is present with all `sectors`.
     pub fn ready_if_present(&self, line: u64, sectors: u32) -> Option<u64> {
-        self.find(line).filter(|&i| self.valid[i] & sectors == sectors).map(|i| self.ready[i])
+        let w = &self.ways[self.find(line)?];
+        (valid_of(w) & sectors == sectors).then_some(w[READY])
     }
 
     /// Drops the sectors of a line (a write that bypasses this cache makes them stale).
     pub fn invalidate_sectors(&mut self, line: u64, sectors: u32) {
         if let Some(i) = self.find(line) {
-            self.valid[i] &= !sectors;
-            self.dirty[i] &= !sectors;
-            if self.valid[i] == 0 {
-                self.tags[i] = INVALID;
+            let w = &mut self.ways[i];
+            w[MASKS] &= !masks(sectors, sectors);
+            if valid_of(w) == 0 {
+                w[TAG] = INVALID;
             }
         }
     }
 
     /// Empties the cache (the L1 at a kernel boundary).
     pub fn invalidate_all(&mut self) {
-        self.tags.fill(INVALID);
-        self.valid.fill(0);
-        self.dirty.fill(0);
+        for w in &mut self.ways {
+            w[TAG] = INVALID;
+            w[MASKS] = 0;
+        }
     }
 }
 
@@ -181,6 +205,94 @@ mod tests {
         let v = c.fill(4, 0b1, 0, false).unwrap();
         assert_eq!(v, Victim { line: 2, valid_sectors: 1, dirty_sectors: 1 });
         assert!(c.contains(0) && c.contains(4) && !c.contains(2));
+    }
+
+    /// The cache as it was written before the recency order: an LRU stamp per way, the first
+    /// invalid way else the oldest as the victim. The recency-ordered cache must answer every
+    /// call as this one does.
+    /// (line + 1, stamp, valid, dirty, ready); line + 1 == 0: an invalid way.
+    type StampedWay = (u64, u64, u32, u32, u64);
+
+    struct Stamped {
+        sets: Vec<Vec<StampedWay>>,
+        tick: u64,
+    }
+
+    impl Stamped {
+        fn set(&mut self, line: u64) -> &mut Vec<StampedWay> {
+            let n = self.sets.len() as u64;
+            &mut self.sets[(line % n) as usize]
+        }
+        fn lookup(&mut self, line: u64) -> Option<(u32, u64)> {
+            self.tick += 1;
+            let t = self.tick;
+            let w = self.set(line).iter_mut().find(|w| w.0 == line + 1)?;
+            w.1 = t;
+            Some((w.2, w.4))
+        }
+        fn fill(&mut self, line: u64, sectors: u32, ready: u64, dirty: bool) -> Option<Victim> {
+            self.tick += 1;
+            let t = self.tick;
+            let set = self.set(line);
+            if let Some(w) = set.iter_mut().find(|w| w.0 == line + 1) {
+                w.2 |= sectors;
+                if dirty {
+                    w.3 |= sectors;
+                }
+                w.4 = w.4.max(ready);
+                w.1 = t;
+                return None;
+            }
+            let i = match set.iter().position(|w| w.0 == 0) {
+                Some(i) => i,
+                None => (0..set.len()).min_by_key(|&i| set[i].1).unwrap(),
+            };
+            let old = set[i];
+            set[i] = (line + 1, t, sectors, if dirty { sectors } else { 0 }, ready);
+            (old.0 != 0).then(|| Victim { line: old.0 - 1, valid_sectors: old.2, dirty_sectors: old.3 })
+        }
+        fn ready_if_present(&mut self, line: u64, sectors: u32) -> Option<u64> {
+            self.set(line).iter().find(|w| w.0 == line + 1 && w.2 & sectors == sectors).map(|w| w.4)
+        }
+        fn invalidate_sectors(&mut self, line: u64, sectors: u32) {
+            if let Some(w) = self.set(line).iter_mut().find(|w| w.0 == line + 1) {
+                w.2 &= !sectors;
+                w.3 &= !sectors;
+                if w.2 == 0 {
+                    w.0 = 0;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn recency_order_answers_as_lru_stamps_do() {
+        let (sets, assoc) = (8u64, 4usize);
+        let mut c = SectorCache::new(sets * assoc as u64, assoc as u32, false);
+        let mut r = Stamped { sets: vec![vec![(0, 0, 0, 0, 0); assoc]; sets as usize], tick: 0 };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for step in 0..50_000u64 {
+            let line = next(sets * 7);
+            let sectors = 1 + next(15) as u32;
+            match next(10) {
+                0..=3 => assert_eq!(c.lookup(line), r.lookup(line), "step {step}: lookup {line}"),
+                4..=7 => {
+                    let (ready, dirty) = (next(1000), next(2) == 0);
+                    assert_eq!(c.fill(line, sectors, ready, dirty), r.fill(line, sectors, ready, dirty), "step {step}")
+                }
+                8 => assert_eq!(c.ready_if_present(line, sectors), r.ready_if_present(line, sectors), "step {step}"),
+                _ => {
+                    c.invalidate_sectors(line, sectors);
+                    r.invalidate_sectors(line, sectors);
+                }
+            }
+        }
     }
 
     #[test]

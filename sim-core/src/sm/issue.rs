@@ -3,7 +3,7 @@
 
 use gpusim_isa::{Inst, MemSpace};
 
-use super::{Blocked, CtaDone, RemoteTx, Sm, banks, cluster_id};
+use super::{Blocked, CtaDone, RemoteTx, Sm, banks, cluster_id, scoreboard};
 use crate::kernel_run::KernelRun;
 use crate::mem::{AccessKind, MemRequest, MemorySystem};
 use crate::sm::warps::Phase;
@@ -294,11 +294,9 @@ impl Sm {
     fn set_dsts(&mut self, s: usize, inst: &Inst, (at, reason): (u64, StallReason)) {
         let ready = &mut self.w.reg_ready[s];
         let why = &mut self.w.reg_reason[s];
+        let bounds = &mut self.w.reg_bounds[s];
         for d in &inst.dst {
-            for r in d.regs() {
-                ready[r] = at;
-                why[r] = reason as u8;
-            }
+            scoreboard::write(ready, why, bounds, scoreboard::span(d), at, reason as u8);
         }
     }
 
@@ -322,24 +320,17 @@ impl Sm {
             return Ok(());
         };
         let chains_accumulators = k.timing.get(inst.op as usize).is_some_and(|t| t.kind == OpKind::WgmmaAsync);
-        let mut ready = earliest;
-        let mut why = reason;
         let regs = &self.w.reg_ready[s];
         let reasons = &self.w.reg_reason[s];
+        let bounds = &self.w.reg_bounds[s];
+        // Warpgroup MMAs accumulate into registers an earlier MMA still writes: the tensor pipe
+        // orders them, so they do not wait for each other's results.
+        let mut wait = (earliest, reason as u8);
         for range in inst.src.iter().chain(inst.dst.iter()) {
-            for r in range.regs() {
-                if regs[r] > ready {
-                    let rr = reasons[r];
-                    // Warpgroup MMAs accumulate into registers an earlier MMA still writes: the
-                    // tensor pipe orders them, so they do not wait for each other's results.
-                    if chains_accumulators && rr == StallReason::MathDependency as u8 {
-                        continue;
-                    }
-                    ready = regs[r];
-                    why = StallReason::ALL[rr as usize];
-                }
-            }
+            wait = scoreboard::wait_for(regs, reasons, bounds, scoreboard::span(range), chains_accumulators, wait);
         }
+        let ready = wait.0;
+        let why = StallReason::ALL[wait.1 as usize];
         self.w.ready_at[s] = ready;
         self.w.wait_reason[s] = why;
         self.w.acct_from[s] = now + 1;

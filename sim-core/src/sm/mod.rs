@@ -12,6 +12,7 @@ mod issue;
 mod mbarrier;
 mod regalloc;
 pub mod scheduler;
+mod scoreboard;
 mod skip;
 pub mod warps;
 

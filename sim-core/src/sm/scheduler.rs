@@ -19,6 +19,8 @@ pub struct WarpView<'a> {
 ///   first. The sub-core issues the first warp in that order that can issue this cycle.
 /// - It must be deterministic: the same calls give the same order.
 /// - It must not allocate once `out` has reached its capacity (called every active cycle).
+/// - `resident` comes in launch order (oldest first), as the SM keeps it; a policy may use that
+///   as a fast path but must not depend on it for its result.
 /// - `issued` is called after the sub-core issues from `slot`; `removed` when a warp leaves.
 pub trait WarpScheduler {
     fn name(&self) -> &'static str;
@@ -39,14 +41,24 @@ impl WarpScheduler for Gto {
     }
     fn order(&mut self, resident: &[u16], view: &WarpView<'_>, out: &mut Vec<u16>) {
         out.clear();
-        if let Some(g) = self.last
-            && resident.contains(&g)
-        {
-            out.push(g);
+        let key = |s: u16| (view.age[s as usize], s);
+        let start = match self.last.and_then(|g| resident.iter().position(|&s| s == g)) {
+            Some(p) => {
+                out.push(resident[p]);
+                out.extend_from_slice(&resident[..p]);
+                out.extend_from_slice(&resident[p + 1..]);
+                1
+            }
+            None => {
+                out.extend_from_slice(resident);
+                0
+            }
+        };
+        // A sub-core keeps its warps in launch order, which is age order: then the rest is
+        // already sorted and the check costs what the copy did.
+        if !out[start..].is_sorted_by_key(|&s| key(s)) {
+            out[start..].sort_by_key(|&s| key(s));
         }
-        let start = out.len();
-        out.extend(resident.iter().copied().filter(|&s| Some(s) != self.last));
-        out[start..].sort_by_key(|&s| (view.age[s as usize], s));
     }
     fn issued(&mut self, slot: u16) {
         self.last = Some(slot);
@@ -178,6 +190,21 @@ mod tests {
         g.issued(2);
         g.order(&[0, 1, 2, 3], &view(&ready, &age, &long), &mut out);
         assert_eq!(out, vec![2, 3, 1, 0]);
+    }
+
+    #[test]
+    fn gto_on_warps_in_launch_order_puts_the_last_first() {
+        let ready = [0; 5];
+        let age = [0, 1, 2, 3, 4];
+        let long = [false; 5];
+        let mut g = Gto::default();
+        let mut out = Vec::new();
+        g.issued(3);
+        g.order(&[0, 1, 2, 3, 4], &view(&ready, &age, &long), &mut out);
+        assert_eq!(out, vec![3, 0, 1, 2, 4]);
+        g.removed(3);
+        g.order(&[0, 1, 2, 4], &view(&ready, &age, &long), &mut out);
+        assert_eq!(out, vec![0, 1, 2, 4]);
     }
 
     #[test]
