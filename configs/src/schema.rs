@@ -165,7 +165,7 @@ section! {
     /// `[l2]`
     struct RawL2 => L2, "l2" {
         /// Total L2 capacity. At most 4 GiB (50 MiB on H100, 126 MiB on B200): the model keeps
-        /// 32 B of state per line, allocated as lines are touched.
+        /// 24 B of state per line (`Cache::BYTES_PER_LINE`), allocated as lines are touched.
         size: Opt<Bytes>, "bytes", min Bytes(1), max Bytes(4 << 30);
         /// L2 slices (banks with their own tags and data port); addresses are hashed over them.
         slices: Opt<u32>, "slices", min 1, max 4096;
