@@ -408,7 +408,7 @@ fn sampled_run_says_so_and_keeps_exact_counts() {
         "--m",
         "8192",
         "--n",
-        "4096",
+        "8192",
         "--k",
         "256",
         "--arch",
