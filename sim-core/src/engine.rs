@@ -80,6 +80,10 @@ struct Engine<'a, O: Observer> {
     obs: &'a mut O,
     memory_model: String,
     sms: Vec<Sm>,
+    /// Each SM's `wake_at`, kept beside the SMs after every call that may change it (a step, a
+    /// launch, a multicast landing): the loop scans this dense array every cycle instead of
+    /// touching every SM's state.
+    wake: Vec<u64>,
     mem: Box<dyn MemorySystem>,
     kernels: Vec<KernelRun>,
     feeds: Vec<Feed>,
@@ -166,6 +170,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             arch,
             obs,
             memory_model,
+            wake: vec![u64::MAX; sms.len()],
             sms,
             mem,
             kernels: Vec::new(),
@@ -335,11 +340,14 @@ impl<'a, O: Observer> Engine<'a, O> {
 
             let now = self.now;
             for i in 0..self.sms.len() {
-                if self.sms[i].wake_at <= now
-                    && self.sms[i].step(now, &mut self.kernels, &mut *self.mem, &mut self.done_buf)
-                {
+                if self.wake[i] > now {
+                    continue;
+                }
+                if self.sms[i].step(now, &mut self.kernels, &mut *self.mem, &mut self.done_buf) {
                     self.last_issue = now;
                 }
+                self.wake[i] = self.sms[i].wake_at;
+                // Only a step fills the outbox.
                 if !self.sms[i].outbox.is_empty() {
                     self.deliver_multicast(i, now);
                 }
@@ -352,7 +360,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
 
             // Next cycle at which anything can happen.
-            let mut next = self.sms.iter().map(|s| s.wake_at).min().unwrap_or(u64::MAX);
+            let mut next = self.wake.iter().copied().min().unwrap_or(u64::MAX);
             if let Some(Reverse(d)) = self.events.peek() {
                 next = next.min(d.at);
             }
@@ -480,6 +488,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             for &(rank, sm, slot) in members {
                 if rank < 32 && tx.ranks & (1 << rank) != 0 {
                     self.sms[sm as usize].mbar_remote_tx(slot, tx.addr, tx.done, tx.bytes, now);
+                    self.wake[sm as usize] = self.sms[sm as usize].wake_at;
                 }
             }
         }
@@ -672,6 +681,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             s.placed(&cta);
         }
         let slot = self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
+        self.wake[sm] = self.sms[sm].wake_at;
         if clustered {
             self.clusters.entry(key).or_default().push((rank, sm as u32, slot));
         }
