@@ -11,7 +11,7 @@ use crate::measurement::new_case;
 
 use super::MeasureError;
 use super::gpu::{Gpu, alloc, drv, fill};
-use super::host::{SplitMix, bf16_to_f32, f16_to_f32, gemm_entry, gemm_entry_within, round_bf16, round_f16};
+use super::host::{SplitMix64, bf16_to_f32, f16_to_f32, gemm_entry, gemm_entry_within, round_bf16, round_f16};
 use super::runner::Run;
 use super::suite::GemmType;
 use super::timing::time_runs;
@@ -133,7 +133,7 @@ pub fn check_entries_within<T: Elem>(
     what: &str,
     acc: f64,
 ) -> Result<(), MeasureError> {
-    let mut rng = SplitMix(m ^ (n << 20) ^ (k << 40));
+    let mut rng = SplitMix64(m ^ (n << 20) ^ (k << 40));
     for s in 0..samples {
         // Corners first, then random entries.
         let (i, j) = match s {

@@ -128,30 +128,14 @@ pub fn round_e4m3(x: f32) -> f32 {
     e4m3_to_f32(e4m3_bits(x))
 }
 
-/// A small deterministic generator (SplitMix64) for host-side choices (permutations, samples).
-#[derive(Clone, Debug)]
-pub struct SplitMix(pub u64);
-
-impl SplitMix {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0), by multiply-shift (bias below 2^-32 for the sizes used here).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() >> 32) * n) >> 32
-    }
-}
+/// Host-side choices (permutations, samples) draw from the project's one seeded generator.
+pub use gpusim_workloads::rng::SplitMix64;
 
 /// A single random cycle through `0..n` (Sattolo's algorithm): `next[i]` follows `i`, and walking
 /// from any element visits all `n` before returning. `n` ≤ 2^32.
 pub fn cyclic_permutation(n: usize, seed: u64) -> Vec<u32> {
     let mut items: Vec<u32> = (0..n as u64).map(|i| i as u32).collect();
-    let mut rng = SplitMix(seed);
+    let mut rng = SplitMix64(seed);
     for i in (1..n).rev() {
         let j = rng.below(i as u64) as usize; // j < i: Sattolo, not Fisher–Yates
         items.swap(i, j);
@@ -359,7 +343,7 @@ mod tests {
         }
         xs.extend((0..20_000u64).map(|i| uniform(i, 11)));
         xs.extend((0..20_000u64).map(|i| uniform(i, 12) * 500.0));
-        let mut rng = SplitMix(5);
+        let mut rng = SplitMix64(5);
         xs.extend((0..20_000).map(|_| f32::from_bits(rng.next_u64() as u32)));
         for x in xs {
             assert_eq!(e4m3_bits(x), e4m3_by_search(x), "{x:e}");

@@ -8,7 +8,7 @@ use crate::measurement::new_case;
 
 use super::MeasureError;
 use super::gpu::{alloc, drv, fill};
-use super::host::{SplitMix, uniform};
+use super::host::{SplitMix64, uniform};
 use super::kernels::STREAM;
 use super::runner::Run;
 use super::timing::time_runs;
@@ -50,7 +50,7 @@ fn one(r: &mut Run, frac: f64) -> Result<(), MeasureError> {
     // Check: one pass with the sums written.
     launch(1, 1, &mut sums)?;
     let got = r.gpu.stream.clone_dtoh(&sums).map_err(drv("reading the sums"))?;
-    let mut rng = SplitMix(footprint);
+    let mut rng = SplitMix64(footprint);
     for _ in 0..64 {
         let (bx, t) = (rng.below(block_run), rng.below(1024));
         let mut sum = 0f32;

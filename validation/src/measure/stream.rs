@@ -8,7 +8,7 @@ use crate::measurement::new_case;
 
 use super::MeasureError;
 use super::gpu::{alloc, drv, fill};
-use super::host::{SplitMix, uniform};
+use super::host::{SplitMix64, uniform};
 use super::kernels::STREAM;
 use super::runner::Run;
 use super::timing::time_runs;
@@ -74,7 +74,7 @@ pub fn run(r: &mut Run) -> Result<(), MeasureError> {
 fn sample(n4: u64) -> Vec<(u64, u64)> {
     let head = n4.min(4096);
     let mut v = vec![(0, head), (n4 - head, head)];
-    let mut rng = SplitMix(n4);
+    let mut rng = SplitMix64(n4);
     v.extend((0..64).map(|_| (rng.below(n4), 1)));
     v
 }
@@ -131,7 +131,7 @@ fn one(r: &mut Run, k: K) -> Result<(), MeasureError> {
         K::Read => {
             let got = r.gpu.stream.clone_dtoh(&sums).map_err(drv("reading the sums"))?;
             let stride = total_threads as u64;
-            let mut rng = SplitMix(7);
+            let mut rng = SplitMix64(7);
             for _ in 0..64 {
                 let t = rng.below(stride);
                 let mut sum = 0f32;
