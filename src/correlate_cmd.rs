@@ -46,7 +46,7 @@ pub struct CorrelateArgs {
     /// GEMM, attention, MoE and streaming kernels; tests/sampling.rs): much faster on long
     /// cases, within each kernel's error estimate. Not with `--gate`: the gate is judged in full
     /// detail.
-    #[arg(long, num_args = 0..=1, default_missing_value = "2:4:1:1", value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample, conflicts_with = "gate")]
+    #[arg(long, num_args = 0..=1, default_missing_value = crate::run::SAMPLE_DEFAULT, value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample, conflicts_with = "gate")]
     pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Accuracy gate (validation/accuracy-gate.toml): after the reports are written, exit 1 if a
     /// family's MAPE is above its limit or fewer of its cases were simulated than it requires.

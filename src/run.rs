@@ -58,7 +58,7 @@ pub struct RunArgs {
     /// loop once their throughput is steady (the report marks sampled kernels and gives an
     /// error estimate). Optionally the waves of each part, `WARMUP:MEASURE:TAIL[:REWARM]`
     /// (default `2:4:1:1`).
-    #[arg(long, num_args = 0..=1, default_missing_value = "2:4:1:1", value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = parse_sample)]
+    #[arg(long, num_args = 0..=1, default_missing_value = crate::run::SAMPLE_DEFAULT, value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = parse_sample)]
     pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Trace: gpusim text or binary, an Accel-Sim kernelslist.g, or a folder holding one.
     pub trace: PathBuf,
@@ -76,6 +76,10 @@ pub fn load_arch(name: &str, clock_mhz: Option<f64>) -> CliResult<Arch> {
     }
     Ok(arch)
 }
+
+/// What `--sample` alone means: [`gpusim_sim_core::SampleOptions::default`] as text (a test
+/// checks they agree; clap needs a `&'static str`).
+pub const SAMPLE_DEFAULT: &str = "2:4:1:1";
 
 /// `WARMUP:MEASURE:TAIL[:REWARM]` waves of `--sample`.
 pub fn parse_sample(s: &str) -> Result<gpusim_sim_core::SampleOptions, String> {
@@ -272,5 +276,16 @@ pub fn run(a: RunArgs) -> CliResult {
             }
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_sample_default_is_sim_cores() {
+        let d = gpusim_sim_core::SampleOptions::default();
+        assert_eq!(super::parse_sample(super::SAMPLE_DEFAULT), Ok(d));
+        assert_eq!(d.to_string(), super::SAMPLE_DEFAULT);
+        assert_eq!(super::parse_sample("2:4:1"), Ok(d), "REWARM defaults too");
     }
 }

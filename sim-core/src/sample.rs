@@ -83,6 +83,13 @@ impl Default for SampleOptions {
     }
 }
 
+/// `WARMUP:MEASURE:TAIL:REWARM`, the form `--sample` takes and reports record.
+impl std::fmt::Display for SampleOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}:{}", self.warmup_waves, self.measure_waves, self.tail_waves, self.rewarm_waves)
+    }
+}
+
 impl SampleOptions {
     /// The options with their minimums enforced.
     pub fn clamped(self) -> SampleOptions {
@@ -598,7 +605,7 @@ impl KernelSampler {
             loop_iterations: plan.trips,
             skipped_loop_iterations: plan.skip,
             detailed_ctas: k.ctas_done,
-            skipped_ctas: if self.plan.is_some() { 0 } else { all.ctas },
+            skipped_ctas: all.ctas,
             skipped_warp_instructions: all.warp_insts,
             extrapolated_cycles: extra,
             measured_waves: cpi.len() as u32,

@@ -49,8 +49,8 @@ pub struct BenchArgs {
     pub child: Option<String>,
     /// Run every case sampled, as `gpusim run --sample` does (warp instructions per second then
     /// count the skipped instructions too: the figure is what a sampled run delivers).
-    #[arg(long, num_args = 0..=1, default_missing_value = "2:4:1:1", value_name = "WARMUP:MEASURE:TAIL[:REWARM]")]
-    pub sample: Option<String>,
+    #[arg(long, num_args = 0..=1, default_missing_value = crate::run::SAMPLE_DEFAULT, value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample)]
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Trace files to run (gpusim text or binary, Accel-Sim); with none, the suite.
     pub traces: Vec<PathBuf>,
 }
@@ -73,16 +73,7 @@ impl Job {
 pub fn bench(a: BenchArgs) -> CliResult {
     let repeat = a.repeat.max(1);
     if let Some(spec) = &a.child {
-        let sample = a
-            .sample
-            .as_deref()
-            .map(crate::run::parse_sample)
-            .transpose()
-            .map_err(|e| CliError::input(format!("--sample {e}")))?;
-        return run_child(spec, &a.arch, repeat, sample);
-    }
-    if let Some(s) = &a.sample {
-        crate::run::parse_sample(s).map_err(|e| CliError::input(format!("--sample {e}")))?;
+        return run_child(spec, &a.arch, repeat, a.sample);
     }
     if !a.traces.is_empty() && (a.suite.is_some() || !a.only.is_empty()) {
         return Err(CliError::input("name trace files or choose --suite/--only, not both"));
@@ -113,7 +104,7 @@ pub fn bench(a: BenchArgs) -> CliResult {
             args.extend(["--arch".to_string(), a.arch.clone()]);
         }
         if let Some(s) = &a.sample {
-            args.extend(["--sample".to_string(), s.clone()]);
+            args.extend(["--sample".to_string(), s.to_string()]);
         }
         let f = child::run(&args)?;
         let (name, arch, what) = match job {

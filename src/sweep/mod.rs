@@ -75,7 +75,7 @@ pub struct SweepArgs {
     /// Sample long kernels as `gpusim run --sample` does (validated against full detail on
     /// GEMM, attention, MoE and streaming kernels: tests/sampling.rs), or `sample = "..."` in
     /// the study file. Sampled results are stored under their own keys.
-    #[arg(long, num_args = 0..=1, default_missing_value = "2:4:1:1", value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample)]
+    #[arg(long, num_args = 0..=1, default_missing_value = crate::run::SAMPLE_DEFAULT, value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample)]
     pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Run only shard I of N (`I/N`, 0-based): the points whose index is I modulo N.
     #[arg(long, value_name = "I/N")]

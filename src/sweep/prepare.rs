@@ -43,8 +43,7 @@ const MAX_LISTED: usize = 10;
 /// Checks and builds `study`. Every failure is bad input (exit 2) and names the study, the
 /// point and the key.
 pub fn prepare(study: &Study) -> CliResult<Prepared> {
-    let sample =
-        study.sample.map(|o| format!("{}:{}:{}:{}", o.warmup_waves, o.measure_waves, o.tail_waves, o.rewarm_waves));
+    let sample = study.sample.map(|o| o.to_string());
     let base =
         gpusim_configs::load(&study.arch).map_err(|e| CliError::input(format!("{}: arch: {e}", study.origin)))?;
     let expanded = design::expand(&study.axes, &study.zip, &study.method)

@@ -416,9 +416,7 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
             data_files: opts.info.data_files.clone(),
             config_hashes,
             memory_model,
-            sampled: opts
-                .sample
-                .map(|o| format!("{}:{}:{}:{}", o.warmup_waves, o.measure_waves, o.tail_waves, o.rewarm_waves)),
+            sampled: opts.sample.map(|o| o.to_string()),
         },
         cases: rows,
         summary,
