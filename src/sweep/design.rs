@@ -7,7 +7,17 @@
 //! within its stratum (its `:N` count is not used); a list, or a zipped group, picks the level
 //! its stratum falls in, so samples may repeat: repeats are dropped and counted.
 
+use std::collections::HashSet;
+
 use super::spec::Spec;
+
+/// The most points one study may have (full factorial, Latin hypercube, or values of one range).
+/// Before the first point runs, every point's chip is built and validated and kept in memory
+/// (`prepare`), and the manifest lists every point: at 100,000 points that is about a minute on
+/// 2 cores and a manifest of tens of MB. A bigger design is a Latin hypercube of fewer points, or
+/// several studies; a product of axes that exceeds this is refused before anything is built
+/// (it used to overflow, or to spend minutes validating).
+pub const MAX_POINTS: usize = 100_000;
 
 /// One varied parameter.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +65,15 @@ pub fn expand(axes: &[Axis], zip: &[Vec<String>], method: &Method) -> Result<Exp
     let mut rows: Vec<Vec<String>> = Vec::new();
     match method {
         Method::Factorial => {
-            let total: usize = lens.iter().product();
+            let total = lens.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n)).filter(|&t| t <= MAX_POINTS);
+            let Some(total) = total else {
+                let sizes: Vec<String> = lens.iter().map(|n| n.to_string()).collect();
+                return Err(format!(
+                    "the full factorial has {} points, more than the {MAX_POINTS} a study may have; \
+                     use a latin hypercube of fewer points, or split the study",
+                    sizes.join(" × ")
+                ));
+            };
             for mut i in 0..total {
                 let mut row = vec![String::new(); axes.len()];
                 for (g, &len) in groups.iter().zip(&lens).rev() {
@@ -72,6 +90,9 @@ pub fn expand(axes: &[Axis], zip: &[Vec<String>], method: &Method) -> Result<Exp
             let n = *points;
             if n == 0 {
                 return Err("a Latin hypercube needs at least 1 point".into());
+            }
+            if n > MAX_POINTS {
+                return Err(format!("a Latin hypercube of {n} points: a study may have at most {MAX_POINTS}"));
             }
             let mut rng = gpusim_workloads::rng::SplitMix64(*seed);
             rows = vec![vec![String::new(); axes.len()]; n];
@@ -96,10 +117,11 @@ pub fn expand(axes: &[Axis], zip: &[Vec<String>], method: &Method) -> Result<Exp
         }
     }
     let mut points: Vec<Point> = Vec::new();
+    let mut seen: HashSet<Point> = HashSet::new();
     let mut dropped = 0;
     for row in rows {
         let p: Point = axes.iter().map(|a| a.key.clone()).zip(row).collect();
-        if points.contains(&p) {
+        if !seen.insert(p.clone()) {
             if *method == Method::Factorial {
                 return Err(format!("the point {} comes twice", show(&p)));
             }
@@ -239,5 +261,22 @@ mod tests {
         let e = expand(&axes, &[], &Method::LatinHypercube { points: 4, seed: 1 }).unwrap();
         assert_eq!(e.points.len(), 2);
         assert_eq!(e.dropped, 2);
+    }
+
+    #[test]
+    fn designs_past_the_point_limit_are_refused_before_any_point_is_built() {
+        // 10 axes of 100 values: 10^20 points, which overflowed a 64-bit product.
+        let axes: Vec<Axis> = (0..10).map(|i| axis(&format!("k{i}"), "1..100:100", ParamKind::Float)).collect();
+        let e = expand(&axes, &[], &Method::Factorial).unwrap_err();
+        assert!(e.contains("100 × 100 × 100") && e.contains("more than the 100000"), "{e}");
+        // Just over the limit without overflow.
+        let axes = [axis("a", "1..1000:1000", ParamKind::Float), axis("b", "1..101:101", ParamKind::Float)];
+        assert!(expand(&axes, &[], &Method::Factorial).unwrap_err().contains("1000 × 101"));
+        // At the limit it expands.
+        let axes = [axis("a", "1..1000:1000", ParamKind::Float), axis("b", "1..100:100", ParamKind::Float)];
+        assert_eq!(expand(&axes, &[], &Method::Factorial).unwrap().points.len(), MAX_POINTS);
+        let lhs = Method::LatinHypercube { points: MAX_POINTS + 1, seed: 1 };
+        assert!(expand(&axes, &[], &lhs).unwrap_err().contains("at most"));
+        assert!(parse_cli("1..2:100001", ParamKind::Float).unwrap_err().contains("at most"));
     }
 }

@@ -186,6 +186,21 @@ pub fn sweep(a: SweepArgs) -> CliResult {
     Ok(())
 }
 
+/// Checks a study file's text as `gpusim sweep --dry-run` does, and runs nothing: it parses,
+/// its design expands, every point's chip validates and every generated workload builds on it.
+/// Returns the numbers of points and workloads. With `traces` false a workload that names a
+/// trace file is refused unread (the `study_file` fuzz target does not read the files a mutated
+/// study names). The contract that target holds it to: whatever the text, `Ok` or an `Err`
+/// saying what is wrong, never a panic, in bounded time and memory.
+pub fn check_study(file: &str, text: &str, traces: bool) -> Result<(usize, usize), String> {
+    let s = study::parse(file, text, std::path::Path::new(".")).map_err(|e| e.to_string())?;
+    if !traces && let Some(w) = s.workloads.iter().find(|w| matches!(w.source, study::Source::Trace(_))) {
+        return Err(format!("{file}: workload `{}` names a trace file, which this check does not read", w.name));
+    }
+    let p = prepare::prepare(&s).map_err(|e| e.message)?;
+    Ok((p.manifest.points.len(), p.manifest.workloads.len()))
+}
+
 fn load_study(a: &SweepArgs) -> CliResult<study::Study> {
     let flags_given = a.arch.is_some()
         || !a.vary.is_empty()

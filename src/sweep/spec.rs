@@ -61,10 +61,11 @@ impl Range {
     fn levels(&self) -> Result<Vec<String>, String> {
         let n = self.steps;
         let mut out: Vec<String> = Vec::with_capacity(n);
+        let mut seen = std::collections::HashSet::new();
         for i in 0..n {
             let t = if n == 1 { 0.0 } else { i as f64 / (n - 1) as f64 };
             let v = self.render(self.at(t));
-            if out.contains(&v) {
+            if !seen.insert(v.clone()) {
                 return Err(format!("the range gives `{v}` twice; use fewer steps (a whole-number parameter)"));
             }
             out.push(v);
@@ -113,11 +114,17 @@ pub fn from_toml(v: &toml::Value, kind: ParamKind) -> Result<Spec, String> {
             if items.is_empty() {
                 return Err("the list of values is empty".into());
             }
+            if items.len() > super::design::MAX_POINTS {
+                return Err(format!(
+                    "the list has {} values; a study may have at most {}",
+                    items.len(),
+                    super::design::MAX_POINTS
+                ));
+            }
             let vals = items.iter().map(scalar).collect::<Result<Vec<_>, _>>()?;
-            for (i, a) in vals.iter().enumerate() {
-                if vals[..i].contains(a) {
-                    return Err(format!("the list gives `{a}` twice"));
-                }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(a) = vals.iter().find(|a| !seen.insert(a.as_str())) {
+                return Err(format!("the list gives `{a}` twice"));
             }
             Ok(Spec::List(vals))
         }
@@ -156,6 +163,9 @@ fn parse_range(text: &str, kind: ParamKind) -> Result<Option<Range>, String> {
     let steps: usize = n.trim().parse().map_err(|_| format!("`{text}`: `{}` is not a number of values", n.trim()))?;
     if steps < 2 {
         return Err(format!("`{text}`: a range needs at least 2 values"));
+    }
+    if steps > super::design::MAX_POINTS {
+        return Err(format!("`{text}`: {steps} values; a study may have at most {}", super::design::MAX_POINTS));
     }
     if !numeric(kind) {
         return Err(format!("`{text}`: a {kind:?} parameter has no range; list its values"));
