@@ -260,3 +260,177 @@ fn mutated_chips_either_fail_to_load_or_simulate() {
     // The campaign must reach the simulator, not only the parser.
     assert!(ran > cases() / 20, "{loaded} chips loaded, {ran} simulated");
 }
+
+/// How one run of the `gpusim` binary ended.
+struct Ended {
+    /// The exit code, or `None` when a signal ended it (an abort, or our SIGKILL).
+    code: Option<i32>,
+    /// Peak resident memory, bytes.
+    max_rss: u64,
+    /// It had to be interrupted (SIGINT at `limit`).
+    interrupted: bool,
+}
+
+/// Runs `gpusim args…` (stdout and stderr discarded) and waits for it; past `limit` it gets a
+/// SIGINT (a long but legitimate simulation, say a mutated loop count of 2^32: gpusim must then
+/// stop at a safe point and exit 130), and a SIGKILL 10 s later if it has not ended by then.
+fn run_binary(args: &[&std::ffi::OsStr], limit: std::time::Duration) -> Ended {
+    use std::process::{Command, Stdio};
+    let child = Command::new(env!("CARGO_BIN_EXE_gpusim"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gpusim starts");
+    let pid = child.id() as libc::pid_t;
+    let t0 = std::time::Instant::now();
+    let mut interrupted = false;
+    loop {
+        let mut status = 0;
+        // SAFETY: `rusage` is plain data; wait4 on our own child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+            return Ended { code, max_rss: usage.ru_maxrss as u64 * 1024, interrupted };
+        }
+        assert_eq!(r, 0, "wait4 failed");
+        let waited = t0.elapsed();
+        if !interrupted && waited > limit {
+            interrupted = true;
+            unsafe { libc::kill(pid, libc::SIGINT) };
+        } else if waited > limit + std::time::Duration::from_secs(10) {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The campaign against the `gpusim` binary itself (issue 15): mutated chips (`gpusim run --arch
+/// mutated.toml probe`) and mutated traces in text, binary and Accel-Sim form (`gpusim run --arch
+/// h100-sxm5-80gb mutated`), each a process of its own, so that an abort or a runaway allocation
+/// is seen as the process dying or growing. Each must exit 0 (it ran) or 2 (bad input), or 130
+/// when it simulated so long it had to be interrupted; none may panic (101), die of a signal or
+/// pass 4 GiB of RSS. CI runs a few per kind on the debug binary; the long campaign of
+/// docs/testing.md is `GPUSIM_BINARY_MUTATIONS=10000 cargo test --release --test mutation
+/// process -- --nocapture` (each count is per input kind: chips, then traces split over the three
+/// readers).
+#[test]
+fn mutated_inputs_never_crash_the_gpusim_process() {
+    let n: u32 = std::env::var("GPUSIM_BINARY_MUTATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(12);
+    let dir = std::env::temp_dir().join(format!("gpusim-binary-mutation-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe = root().join("fuzz/probe.trace");
+    let limit = std::time::Duration::from_secs(20);
+    #[derive(Default, Debug)]
+    struct Tally {
+        ran: u32,
+        rejected: u32,
+        interrupted: u32,
+        max_rss: u64,
+        failures: Vec<String>,
+    }
+    let mut tally = Tally::default();
+    let mut judge = |what: &str, input: &[u8], e: Ended| {
+        tally.max_rss = tally.max_rss.max(e.max_rss);
+        let ok = match e.code {
+            Some(0) => {
+                tally.ran += 1;
+                true
+            }
+            Some(2) => {
+                tally.rejected += 1;
+                true
+            }
+            Some(130) if e.interrupted => {
+                tally.interrupted += 1;
+                true
+            }
+            _ => false,
+        };
+        if !ok || e.max_rss > 4 << 30 {
+            let keep = dir.join(format!("failure-{}", tally.failures.len()));
+            std::fs::write(&keep, input).unwrap();
+            tally.failures.push(format!(
+                "{what}: exit {:?}, {} MiB RSS, input kept in {}",
+                e.code,
+                e.max_rss >> 20,
+                keep.display()
+            ));
+        }
+    };
+
+    // Chips.
+    let mut chips = Vec::new();
+    for d in ["configs/presets", "configs/arch", "tests/bad-inputs"] {
+        for e in std::fs::read_dir(root().join(d)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") && p.file_name().is_some_and(|n| n != "cases.toml") {
+                chips.push(std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let file = dir.join("mutated.toml");
+    let mut config = Config { cases: n, failure_persistence: None, ..Config::default() };
+    let strategy = (0..chips.len(), proptest::collection::vec(mutation(), 1..6));
+    let judge = std::cell::RefCell::new(&mut judge);
+    TestRunner::new_with_rng(config.clone(), TestRng::from_seed(RngAlgorithm::ChaCha, &[5; 32]))
+        .run(&strategy, |(i, muts)| {
+            let b = apply(&chips[i], &muts);
+            std::fs::write(&file, &b).unwrap();
+            let e = run_binary(
+                &["run".as_ref(), "-q".as_ref(), "--arch".as_ref(), file.as_os_str(), probe.as_os_str()],
+                limit,
+            );
+            (judge.borrow_mut())("chip", &b, e);
+            Ok(())
+        })
+        .unwrap();
+
+    // Traces: text, binary and Accel-Sim seeds, each mutated in its own form.
+    let mut traces: Vec<(&str, Vec<u8>)> = seeds("trace").into_iter().map(|t| ("trace", t)).collect();
+    let bins: Vec<(&str, Vec<u8>)> = traces
+        .iter()
+        .filter_map(|(_, t)| text::read_trace("seed", std::str::from_utf8(t).ok()?).ok())
+        .map(|t| ("gtb", binary::to_bytes(&t).unwrap()))
+        .collect();
+    traces.extend(bins);
+    for e in std::fs::read_dir(root().join("examples/accelsim")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "traceg") {
+            traces.push(("traceg", std::fs::read(&p).unwrap()));
+        }
+    }
+    config.cases = n;
+    let strategy = (0..traces.len(), proptest::collection::vec(mutation(), 1..6));
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[6; 32]))
+        .run(&strategy, |(i, muts)| {
+            let (ext, seed) = &traces[i];
+            let b = apply(seed, &muts);
+            let file = dir.join(format!("mutated.{ext}"));
+            std::fs::write(&file, &b).unwrap();
+            let e = run_binary(
+                &["run".as_ref(), "-q".as_ref(), "--arch".as_ref(), "h100-sxm5-80gb".as_ref(), file.as_os_str()],
+                limit,
+            );
+            (judge.borrow_mut())(ext, &b, e);
+            Ok(())
+        })
+        .unwrap();
+
+    eprintln!(
+        "{} chips and {} traces: {} ran, {} rejected (exit 2), {} interrupted after {} s (exit 130), \
+         peak RSS {} MiB, {} failures",
+        n,
+        n,
+        tally.ran,
+        tally.rejected,
+        tally.interrupted,
+        limit.as_secs(),
+        tally.max_rss >> 20,
+        tally.failures.len()
+    );
+    assert!(tally.failures.is_empty(), "{:#?}", tally.failures);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -132,6 +132,21 @@ fn ranges_and_latin_hypercubes_reach_the_manifest_and_csv() {
     // More SMs never slow this trace down.
     let time = |r: &str| r.split(',').nth(5).unwrap().parse::<f64>().unwrap();
     let r = rows(&out);
+    // The bottleneck is the longest kernel's speed-of-light verdict, `bound:limiter`, the same
+    // as its point file's report says.
+    let bottleneck = r[0].split(',').nth(7).unwrap();
+    let (bound, limiter) = bottleneck.split_once(':').unwrap_or_else(|| panic!("{bottleneck}"));
+    assert!(["memory", "compute", "latency"].contains(&bound), "{bottleneck}");
+    let point = json(&out.join("points").join(points[0]["id"].as_str().unwrap()).join("two_streams.json"));
+    let longest = point["report"]["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by(|a, b| a["time_us"].as_f64().unwrap().total_cmp(&b["time_us"].as_f64().unwrap()))
+        .unwrap()
+        .clone();
+    assert_eq!(longest["sol"]["limiter"], limiter);
+    assert_eq!(longest["sol"]["bound"], bound);
     assert!(time(&r[1]) <= time(&r[0]), "{r:?}");
 
     // A seeded Latin hypercube: every stratum of each range once, the same points for the same seed.

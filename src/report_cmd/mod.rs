@@ -7,7 +7,7 @@
 mod cost;
 mod kernels;
 mod study;
-mod view;
+pub(crate) mod view;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -211,7 +211,7 @@ fn points_table(st: &Study) -> Section {
                 Some(r) => cells.extend([
                     Cell::num(r.time_us, 3),
                     Cell::num(r.tflops, 2),
-                    Cell::text(r.bottleneck()),
+                    Cell::text(r.bottleneck().0),
                     Cell::text("done"),
                 ]),
                 None => cells.extend([Cell::text("-"), Cell::text("-"), Cell::text("-"), Cell::text("missing")]),

@@ -41,6 +41,11 @@ pub struct SolView {
     pub compute: Vec<Entry>,
     pub memory: Vec<Entry>,
     pub bound: String,
+    /// Absent from reports before `limiter` was written (read as no limiter).
+    #[serde(default)]
+    pub limiter: String,
+    #[serde(default)]
+    pub limiter_pct: f64,
     pub verdict: String,
     pub roofline: RooflineView,
 }
@@ -61,13 +66,24 @@ pub struct LevelView {
 }
 
 impl RunView {
-    /// The run's bottleneck: the bound of its longest kernel (`-` without kernels or SOL).
-    pub fn bottleneck(&self) -> String {
+    /// The run's bottleneck, from the speed-of-light verdict of its longest kernel (the one
+    /// definition: the study table, `results.csv` and the per-run pages all show it):
+    /// `bound:limiter` (`memory:dram`, `compute:tensor`, `latency:long_scoreboard`) and the
+    /// limiter's percentage (of peak; of resident warp-cycles for a stall). `-` and 0 without
+    /// kernels or SOL.
+    pub fn bottleneck(&self) -> (String, f64) {
         self.kernels
             .iter()
             .max_by(|a, b| a.time_us.total_cmp(&b.time_us).then(b.id.cmp(&a.id)))
             .and_then(|k| k.sol.as_ref())
-            .map_or_else(|| "-".to_string(), |s| s.bound.clone())
+            .map_or_else(
+                || ("-".to_string(), 0.0),
+                |s| {
+                    let label =
+                        if s.limiter.is_empty() { s.bound.clone() } else { format!("{}:{}", s.bound, s.limiter) };
+                    (label, s.limiter_pct)
+                },
+            )
     }
 }
 

@@ -150,7 +150,8 @@ pub fn read_point(path: &Path, point: &PointEntry, workload: &str) -> Option<Row
 
 /// The CSV row's figures from a run report (JSON, docs/report-schema.md).
 pub fn row(key: &str, report: &serde_json::Value) -> Option<Row> {
-    let (bottleneck, bound_pct) = bottleneck(report);
+    let (bottleneck, bound_pct) = serde_json::from_value::<crate::report_cmd::view::RunView>(report.clone())
+        .map_or_else(|_| ("-".to_string(), 0.0), |v| v.bottleneck());
     let kernels = report["kernels"].as_array()?;
     let dram_bytes: f64 = kernels
         .iter()
@@ -166,30 +167,6 @@ pub fn row(key: &str, report: &serde_json::Value) -> Option<Row> {
         bottleneck,
         bound_pct,
     })
-}
-
-/// What bounds the run, by its longest kernel: the busiest of DRAM bandwidth and the pipes
-/// (percent of peak), or `latency` when nothing is half busy. A first verdict for the table;
-/// the report's speed-of-light analysis says more.
-pub fn bottleneck(report: &serde_json::Value) -> (String, f64) {
-    let Some(k) =
-        report["kernels"].as_array().and_then(|ks| ks.iter().max_by_key(|k| k["cycles"].as_u64().unwrap_or(0)))
-    else {
-        return ("none".into(), 0.0);
-    };
-    let mut best = ("dram".to_string(), k["memory"]["dram_utilization_pct"].as_f64().unwrap_or(0.0));
-    if let Some(pipes) = k["pipe_utilization_pct"].as_object() {
-        for (name, pct) in pipes {
-            let pct = pct.as_f64().unwrap_or(0.0);
-            if pct > best.1 {
-                best = (name.clone(), pct);
-            }
-        }
-    }
-    if best.1 < 50.0 {
-        best.0 = "latency".into();
-    }
-    best
 }
 
 /// `results.csv`: one line per finished (point, workload), by point index then workload order.
