@@ -6,7 +6,9 @@ use clap::Args;
 use gpusim_reports::doc::{Block, Cell, Document, Figure, Section, Table};
 use gpusim_reports::scatter::{self, ScatterPlot, ScatterPoint};
 use gpusim_validation::Case;
-use gpusim_validation::correlate::{ArchChoice, Correlation, Options, RunInfo, Status, correlate, parse_kinds};
+use gpusim_validation::correlate::{
+    ArchChoice, Correlation, Options, Progress, RunInfo, Status, StreamTable, correlate, correlate_with, parse_kinds,
+};
 use gpusim_validation::data::{DataOptions, load_data};
 use gpusim_validation::gate::{Gate, Presets};
 
@@ -255,6 +257,50 @@ fn write_reports(c: &Correlation, a: &CorrelateArgs) -> CliResult {
     Ok(())
 }
 
+/// `correlate`'s output while it runs: the case table on stdout, a line per case as soon as it
+/// and the cases before it are done, and a bar of simulations done (with ETA) on stderr when it
+/// is a terminal.
+struct LiveTable {
+    table: StreamTable,
+    bar: indicatif::ProgressBar,
+    /// The header goes out with the first simulated row (nothing is printed for a correlation
+    /// that simulates nothing until the end).
+    header_done: std::sync::atomic::AtomicBool,
+}
+
+impl LiveTable {
+    fn new(cases: &[gpusim_validation::case::Case], opts: &Options) -> LiveTable {
+        LiveTable {
+            table: StreamTable::new(cases.iter().filter(|c| opts.kinds.contains(&c.kind))),
+            bar: crate::progress::bar(Some(0), false),
+            header_done: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+}
+
+impl Progress for LiveTable {
+    fn start(&self, simulations: usize) {
+        self.bar.set_length(simulations as u64);
+        self.bar.set_message("simulations");
+    }
+    fn simulated(&self, done: usize, _wall_s: f64) {
+        self.bar.set_position(done as u64);
+    }
+    fn row(&self, _index: usize, row: &gpusim_validation::correlate::CaseRow) {
+        let Some(line) = self.table.line(row) else { return };
+        let header = !self.header_done.swap(true, std::sync::atomic::Ordering::Relaxed);
+        self.bar.suspend(|| {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            if header {
+                let _ = out.write_all(self.table.header().as_bytes());
+            }
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+        });
+    }
+}
+
 pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
     let arch = ArchChoice::parse(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
     let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
@@ -290,10 +336,16 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
         (Some(g), Some(b)) => g.loosened_from(&Gate::load(b).map_err(CliError::input)?),
         _ => Vec::new(),
     };
-    let c = correlate(&cases, &opts).map_err(CliError::input)?;
-    if !a.quiet {
-        print!("{}", c.text());
-    }
+    let c = if a.quiet {
+        correlate(&cases, &opts).map_err(CliError::input)?
+    } else {
+        // The case table is printed row by row as cases finish, then the rest of the report.
+        let live = LiveTable::new(&cases, &opts);
+        let c = correlate_with(&cases, &opts, &live).map_err(CliError::input)?;
+        live.bar.finish_and_clear();
+        print!("{}{}", c.text_after_cases(), c.partial_banner());
+        c
+    };
     write_reports(&c, &a)?;
     if c.interrupted {
         // What ran is written (marked partial); the gate is not judged on part of the cases.

@@ -276,6 +276,8 @@ struct Ended {
 /// stop at a safe point and exit 130), and a SIGKILL 10 s later if it has not ended by then.
 fn run_binary(args: &[&std::ffi::OsStr], limit: std::time::Duration) -> Ended {
     use std::process::{Command, Stdio};
+    // Reaped below by wait4 (for its rusage), which std's Child does not offer.
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(env!("CARGO_BIN_EXE_gpusim"))
         .args(args)
         .stdin(Stdio::null())

@@ -323,9 +323,52 @@ fn base_row(case: &Case) -> CaseRow {
     }
 }
 
+/// What a caller is told while a correlation runs (a command line's progress bar and its table
+/// printed as cases finish). Calls come from the worker threads, one at a time.
+pub trait Progress: Sync {
+    /// Before any simulation: how many distinct simulations will run.
+    fn start(&self, _simulations: usize) {}
+    /// One more simulation finished (`done` of the total so far, its wall seconds).
+    fn simulated(&self, _done: usize, _wall_s: f64) {}
+    /// Row `index` (in case order) is final, and so is every row before it: rows come in case
+    /// order, each as soon as it and those before it are done.
+    fn row(&self, _index: usize, _row: &CaseRow) {}
+}
+
+/// No progress reporting.
+pub struct Quiet;
+impl Progress for Quiet {}
+
 /// Correlates `cases` (those of `opts.kinds`) with their simulations. Fails only when the
 /// thread pool cannot be built; a case that cannot be simulated is a row with its reason.
 pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> {
+    correlate_with(cases, opts, &Quiet)
+}
+
+/// Rows and results while the simulations run: each finished job fills its cases' rows, and
+/// rows are handed to the [`Progress`] in order as far as they are final.
+struct Streaming<'a> {
+    rows: Vec<CaseRow>,
+    /// Per row: the index of its job in `unique`, or `None` when it runs nothing.
+    job_of: Vec<Option<usize>>,
+    finished: Vec<bool>,
+    next_row: usize,
+    done: usize,
+    interrupted: bool,
+    progress: &'a dyn Progress,
+}
+
+impl Streaming<'_> {
+    fn emit_ready(&mut self) {
+        while self.next_row < self.rows.len() && self.job_of[self.next_row].is_none_or(|j| self.finished[j]) {
+            self.progress.row(self.next_row, &self.rows[self.next_row]);
+            self.next_row += 1;
+        }
+    }
+}
+
+/// [`correlate`], telling `progress` as simulations and rows finish.
+pub fn correlate_with(cases: &[Case], opts: &Options, progress: &dyn Progress) -> Result<Correlation, String> {
     let t0 = Instant::now();
     let selected: Vec<&Case> = cases.iter().filter(|c| opts.kinds.contains(&c.kind)).collect();
     let plans: Vec<CasePlan> = selected.iter().map(|c| plan_case(c, &opts.arch)).collect();
@@ -351,17 +394,33 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
         }
     }
     unique.sort_by(|a, b| b.0.cost().total_cmp(&a.0.cost()).then(a.1[0].cmp(&b.1[0])));
+    let mut job_of = vec![None; rows.len()];
+    for (j, (_, ids)) in unique.iter().enumerate() {
+        for &i in ids {
+            job_of[i] = Some(j);
+        }
+    }
     let threads = opts.threads.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
         .map_err(|e| format!("cannot start {threads} threads: {e}"))?;
     let stopped = || opts.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
-    let done: Vec<JobResult> = pool.install(|| {
-        unique
-            .par_iter()
-            .with_max_len(1)
-            .map(|(job, _)| match stopped() {
+    progress.start(unique.len());
+    let state = std::sync::Mutex::new(Streaming {
+        rows,
+        job_of,
+        finished: vec![false; unique.len()],
+        next_row: 0,
+        done: 0,
+        interrupted: false,
+        progress,
+    });
+    // Rows that run nothing and come first are final already.
+    state.lock().expect("no worker has panicked yet").emit_ready();
+    pool.install(|| {
+        unique.par_iter().enumerate().with_max_len(1).for_each(|(j, (job, ids))| {
+            let r = match stopped() {
                 true => JobResult { interrupted: true, ..JobResult::default() },
                 false => {
                     let r = crate::sim_options::with_options(opts.stop.clone(), opts.sample, || run_job(job));
@@ -372,15 +431,25 @@ pub fn correlate(cases: &[Case], opts: &Options) -> Result<Correlation, String> 
                         r
                     }
                 }
-            })
-            .collect()
+            };
+            // A worker that panicked inside `run_job` has already been turned into an error
+            // row (run_job catches panics), so the lock is never poisoned in practice; if it
+            // were, the rows are still whole.
+            let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+            for &i in ids {
+                apply(job, &r, selected[i], &mut st.rows[i]);
+            }
+            st.interrupted |= r.interrupted;
+            st.finished[j] = true;
+            if !r.interrupted {
+                st.done += 1;
+                progress.simulated(st.done, r.wall_s);
+            }
+            st.emit_ready();
+        })
     });
-    let interrupted = done.iter().any(|r| r.interrupted);
-    for ((job, ids), r) in unique.iter().zip(&done) {
-        for &i in ids {
-            apply(job, r, selected[i], &mut rows[i]);
-        }
-    }
+    let st = state.into_inner().unwrap_or_else(|p| p.into_inner());
+    let (rows, interrupted) = (st.rows, st.interrupted);
 
     let points: Vec<Point> = rows
         .iter()
@@ -431,7 +500,7 @@ mod render;
 
 pub use plan::*;
 
-pub use render::num;
+pub use render::{StreamTable, num};
 
 #[cfg(test)]
 mod tests {
@@ -615,6 +684,47 @@ locator = "l"
         bare.extra.remove(crate::kernel_cases::EXTRA_TRACE);
         let CasePlan::Skip(why) = plan_case(&bare, &ArchChoice::Auto) else { panic!() };
         assert!(why.contains("no `trace`"), "{why}");
+    }
+
+    #[test]
+    fn rows_stream_in_case_order_once_final() {
+        #[derive(Default)]
+        struct Record {
+            calls: std::sync::Mutex<Vec<String>>,
+            rows: std::sync::Mutex<Vec<(usize, CaseRow)>>,
+        }
+        impl Progress for Record {
+            fn start(&self, n: usize) {
+                self.calls.lock().unwrap().push(format!("start {n}"));
+            }
+            fn simulated(&self, done: usize, _wall_s: f64) {
+                self.calls.lock().unwrap().push(format!("simulated {done}"));
+            }
+            fn row(&self, i: usize, r: &CaseRow) {
+                self.calls.lock().unwrap().push(format!("row {i}"));
+                self.rows.lock().unwrap().push((i, r.clone()));
+            }
+        }
+        // A skipped case first (final before anything runs), then two cases sharing one
+        // simulation, then another skipped one.
+        let run = kernel_case();
+        let mut skip = run.clone();
+        skip.id = "skipped".into();
+        skip.hardware = "GPU 0 (CC 9.0), name not exported".into();
+        let mut twin = run.clone();
+        twin.id = "twin".into();
+        let mut last = skip.clone();
+        last.id = "last".into();
+        let cases = [skip, run, twin, last];
+        let rec = Record::default();
+        let c = correlate_with(&cases, &Options { threads: 2, ..Options::default() }, &rec).unwrap();
+        assert_eq!(*rec.calls.lock().unwrap(), ["start 1", "row 0", "simulated 1", "row 1", "row 2", "row 3"]);
+        let rows = rec.rows.lock().unwrap();
+        for (i, r) in rows.iter() {
+            assert_eq!(r, &c.cases[*i], "a streamed row is the final row");
+        }
+        assert_eq!(c.cases[1].status, Status::Simulated);
+        assert_eq!(c.cases[0].status, Status::Skipped);
     }
 
     #[test]

@@ -60,32 +60,85 @@ fn text_table(header: &[&str], align: &str, rows: &[Vec<String>]) -> String {
             w[i] = w[i].max(c.chars().count());
         }
     }
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let pad = w[i] - c.chars().count();
-            let right = align.as_bytes().get(i) == Some(&b'r');
-            if i > 0 {
-                s += "  ";
-            }
-            if right {
-                s += &" ".repeat(pad);
-                s += c;
-            } else {
-                s += c;
-                if i + 1 < cells.len() {
-                    s += &" ".repeat(pad);
-                }
-            }
-        }
-        s.push('\n');
-        s
-    };
-    let mut s = line(header.to_vec());
+    let mut s = text_line(&w, align, &header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
     for r in rows {
-        s += &line(r.iter().map(String::as_str).collect());
+        s += &text_line(&w, align, r);
     }
     s
+}
+
+/// One line of a text table with column widths `w` (a longer cell pushes the rest along).
+fn text_line(w: &[usize], align: &str, cells: &[String]) -> String {
+    let mut s = String::new();
+    for (i, c) in cells.iter().enumerate() {
+        let pad = w[i].saturating_sub(c.chars().count());
+        let right = align.as_bytes().get(i) == Some(&b'r');
+        if i > 0 {
+            s += "  ";
+        }
+        if right {
+            s += &" ".repeat(pad);
+            s += c;
+        } else {
+            s += c;
+            if i + 1 < cells.len() {
+                s += &" ".repeat(pad);
+            }
+        }
+    }
+    s.push('\n');
+    s
+}
+
+/// The case table of [`Correlation::text`] printed a line at a time as cases finish (`gpusim
+/// correlate` on a terminal or a pipe, so that a long correlation shows its rows as it goes):
+/// the same columns, with widths fixed in advance from the cases instead of from the results.
+pub struct StreamTable {
+    w: Vec<usize>,
+}
+
+impl StreamTable {
+    /// Widths for `cases`' ids, kinds, metrics and trusts, and room for presets and numbers.
+    pub fn new<'a>(cases: impl IntoIterator<Item = &'a Case>) -> StreamTable {
+        let cases: Vec<&Case> = cases.into_iter().collect();
+        let widest = |f: &dyn Fn(&Case) -> usize| cases.iter().map(|c| f(c)).max().unwrap_or(0);
+        let mut w: Vec<usize> = CASE_HEADER.iter().map(|h| h.chars().count()).collect();
+        w[0] = w[0].max(widest(&|c| c.id.chars().count()));
+        w[1] = w[1].max(widest(&|c| c.kind.to_string().len()));
+        w[2] = w[2].max("h100-sxm5-80gb-calibrated".len());
+        w[3] = w[3].max("1980 / 1980".len());
+        w[4] = w[4].max(widest(&|c| c.metric.to_string().len()));
+        for col in [5, 6] {
+            w[col] = w[col].max("123456".len());
+        }
+        w[7] = w[7].max("+100.0%".len());
+        StreamTable { w }
+    }
+
+    pub fn header(&self) -> String {
+        text_line(&self.w, CASE_ALIGN, &CASE_HEADER.map(String::from))
+    }
+
+    /// The row's line, or `None` for a case that was not simulated (those are listed after the
+    /// table, with their reasons).
+    pub fn line(&self, r: &CaseRow) -> Option<String> {
+        (r.status == Status::Simulated).then(|| text_line(&self.w, CASE_ALIGN, &case_cells(r)))
+    }
+}
+
+/// A simulated case's cells in the case table.
+fn case_cells(r: &CaseRow) -> Vec<String> {
+    vec![
+        r.id.clone(),
+        r.kind.clone(),
+        r.preset.clone().unwrap_or_default(),
+        format!("{} / {}", clock(r.clock_simulated_mhz), clock(r.clock_measured_mhz)),
+        r.metric.clone(),
+        num(r.published),
+        r.simulated.map_or("–".into(), num),
+        signed_pct(r.error),
+        if r.disputed.is_some() { format!("{}, disputed", r.trust) } else { r.trust.clone() },
+    ]
 }
 
 const CASE_HEADER: [&str; 9] =
@@ -114,21 +167,7 @@ impl Correlation {
     }
 
     fn case_rows(&self) -> Vec<Vec<String>> {
-        self.simulated()
-            .map(|r| {
-                vec![
-                    r.id.clone(),
-                    r.kind.clone(),
-                    r.preset.clone().unwrap_or_default(),
-                    format!("{} / {}", clock(r.clock_simulated_mhz), clock(r.clock_measured_mhz)),
-                    r.metric.clone(),
-                    num(r.published),
-                    r.simulated.map_or("–".into(), num),
-                    signed_pct(r.error),
-                    if r.disputed.is_some() { format!("{}, disputed", r.trust) } else { r.trust.clone() },
-                ]
-            })
-            .collect()
+        self.simulated().map(case_cells).collect()
     }
 
     fn skipped_rows(&self) -> Vec<Vec<String>> {
@@ -218,17 +257,24 @@ impl Correlation {
         s
     }
 
-    /// The report for a terminal: the same content as [`Correlation::markdown`] as aligned text.
     /// The banner of an interrupted correlation, empty otherwise.
-    fn partial_banner(&self) -> &'static str {
+    pub fn partial_banner(&self) -> &'static str {
         if self.interrupted { "PARTIAL: interrupted; the cases not yet run are listed as skipped\n\n" } else { "" }
     }
 
+    /// The report for a terminal: the same content as [`Correlation::markdown`] as aligned text.
     pub fn text(&self) -> String {
-        let p = &self.provenance;
-        let (sim, skip, fail) = self.counts();
         let mut s = self.partial_banner().to_string();
         s += &text_table(&CASE_HEADER, CASE_ALIGN, &self.case_rows());
+        s + &self.text_after_cases()
+    }
+
+    /// [`Correlation::text`] after its case table: for a caller that printed the table already,
+    /// row by row ([`StreamTable`]); the caller says PARTIAL itself when interrupted.
+    pub fn text_after_cases(&self) -> String {
+        let p = &self.provenance;
+        let (sim, skip, fail) = self.counts();
+        let mut s = String::new();
         if skip + fail > 0 {
             s += "\nnot simulated:\n";
             s += &text_table(&["case", "kind", "hardware", "status", "reason"], "lllll", &self.skipped_rows());
