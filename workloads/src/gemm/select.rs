@@ -252,8 +252,8 @@ const DEEPGEMM_BLOCK_NS: [u32; 5] = [32, 64, 96, 128, 160];
 /// `block_ms` and each BLOCK_N, the tiles (`m_blocks(BLOCK_M)·⌈N/BLOCK_N⌉`) over the persistent CTAs
 /// (one per SM) give the waves; the fewest waves win, then the fullest last wave, then the larger
 /// BLOCK_N. Never split-K. Stages: the most of 8..2 that are ≤ the k-blocks and fit. Multicast 2
-/// when `m_hint ≥ 512` and the multicast side divides evenly (`n` into 2·BLOCK_N for A, M into
-/// 2·BLOCK_M for B), tried on the larger block side first, and only when there is more than one
+/// when `m_hint ≥ 512` and the multicast side is legal (dense: `n` into 2·BLOCK_N for A, M into
+/// 2·BLOCK_M for B; grouped: [`MulticastRule::OnlyA`]), tried on the larger block side first, and only when there is more than one
 /// wave (the current C++ heuristic rejects multicast with a single wave).
 pub fn deepgemm_recipe(
     arch: &Arch,
