@@ -194,8 +194,9 @@ pub fn grouped_recipe(arch: &Arch, p: &GroupedProblem) -> HopperRecipe {
         Layout::Masked => (&[64, 128], total.div_ceil(p.groups().max(1))),
     };
     let blocks = |bm: u64| p.m_blocks(bm);
+    let rule = MulticastRule::OnlyA { even_n_blocks: p.layout == Layout::Masked };
     // bf16: the same selection with 64-element k-blocks (128 bytes, the recipe's bf16 stage).
-    let mut r = deepgemm_recipe(arch, &p.dense(bms[0] as u64), bms, &blocks, hint, MulticastRule::OnlyA);
+    let mut r = deepgemm_recipe(arch, &p.dense(bms[0] as u64), bms, &blocks, hint, rule);
     r.persistent = false;
     r.split_k = 1;
     r.epilogue = Epilogue::TmaStore;

@@ -236,8 +236,12 @@ pub enum MulticastRule {
     /// Dense GEMM: on A or on B, the larger block side first.
     Dense,
     /// M-grouped GEMM: only A (two CTAs of one m-block, so of one expert, share its rows); the
-    /// peer m-block of a B multicast may belong to another expert.
-    OnlyA,
+    /// peer m-block of a B multicast may belong to another expert (DeepGEMM's newer heuristic
+    /// multicasts B on contiguous layouts when the peer has the same expert; not built here).
+    /// DeepGEMM's `is_tma_multicast_legal(n, BLOCK_N, 2, num_sms, require_divisible)` asks only
+    /// for an even SM count, and an even number of n-blocks when `even_n_blocks` (the masked
+    /// layout); an odd last pair's peer loads an out-of-bounds box.
+    OnlyA { even_n_blocks: bool },
 }
 
 /// BLOCK_N candidates of DeepGEMM's legacy heuristic (16..=128 by 8, 144, 160) that this recipe can
@@ -248,8 +252,8 @@ const DEEPGEMM_BLOCK_NS: [u32; 5] = [32, 64, 96, 128, 160];
 /// `block_ms` and each BLOCK_N, the tiles (`m_blocks(BLOCK_M)·⌈N/BLOCK_N⌉`) over the persistent CTAs
 /// (one per SM) give the waves; the fewest waves win, then the fullest last wave, then the larger
 /// BLOCK_N. Never split-K. Stages: the most of 8..2 that are ≤ the k-blocks and fit. Multicast 2
-/// when `m_hint ≥ 512` and the multicast side divides evenly (`n` into 2·BLOCK_N for A, M into
-/// 2·BLOCK_M for B), tried on the larger block side first, and only when there is more than one
+/// when `m_hint ≥ 512` and the multicast side is legal (dense: `n` into 2·BLOCK_N for A, M into
+/// 2·BLOCK_M for B; grouped: [`MulticastRule::OnlyA`]), tried on the larger block side first, and only when there is more than one
 /// wave (the current C++ heuristic rejects multicast with a single wave).
 pub fn deepgemm_recipe(
     arch: &Arch,
@@ -309,7 +313,12 @@ pub fn deepgemm_recipe(
     // Stages: no more than the k-blocks (DeepGEMM's `≤ k/128`), at least the recipe's 2.
     r.stages = r.stages.min(p.k.div_ceil(bk as u64).max(2) as u32);
     if m_hint >= 512 && waves > 1 && arch.sm.max_cluster_size >= 2 {
-        let on_a = p.n.is_multiple_of(2 * r.cta_n as u64);
+        let on_a = match rule {
+            MulticastRule::Dense => p.n.is_multiple_of(2 * r.cta_n as u64),
+            MulticastRule::OnlyA { even_n_blocks } => {
+                sms.is_multiple_of(2) && (!even_n_blocks || p.n.div_ceil(r.cta_n as u64).is_multiple_of(2))
+            }
+        };
         let on_b = rule == MulticastRule::Dense && m_blocks(r.cta_m as u64).is_multiple_of(2);
         let order = if r.cta_m > r.cta_n { [true, false] } else { [false, true] };
         for a_side in order {
