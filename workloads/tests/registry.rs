@@ -24,6 +24,14 @@ fn small(name: &str) -> Vec<(String, String)> {
         "l2-read" => kv(&[("footprint_bytes", "1 MiB"), ("total_bytes_read", "8 MiB")]),
         "gemm" => kv(&[("m", "512"), ("n", "512"), ("k", "256")]),
         "attention" => kv(&[("recipe", "fa2"), ("seqlen", "256"), ("heads", "2"), ("causal", "true")]),
+        "moe" => kv(&[
+            ("tokens", "64"),
+            ("experts", "8"),
+            ("topk", "2"),
+            ("hidden", "512"),
+            ("intermediate", "256"),
+            ("routing", "zipf:1.2"),
+        ]),
         _ => Vec::new(),
     }
 }
@@ -34,7 +42,7 @@ fn every_generator_is_listed_with_its_parameters() {
     for n in gpusim_workloads::ubench::NAMES {
         assert!(names.contains(n), "{n} missing from the registry");
     }
-    assert!(names.contains(&"gemm"));
+    assert!(names.contains(&"gemm") && names.contains(&"attention") && names.contains(&"moe"));
     for g in all() {
         let groups = g.params();
         assert!(!groups.is_empty() && groups.iter().all(|gr| !gr.params.is_empty()), "{}", g.name);
@@ -120,6 +128,11 @@ fn bad_parameters_are_errors_that_name_the_parameter() {
     assert!(e.contains("passes") && e.contains("1 to"), "{e}");
     let e = err(chase, &[("passes", "lots")]);
     assert!(e.contains("passes") && e.contains("integer"), "{e}");
+    let moe = find("moe").unwrap();
+    let e = err(moe, &[("routing", "zipf")]);
+    assert!(e.contains("routing"), "{e}");
+    let e = err(moe, &[("topk", "0")]);
+    assert!(e.contains("topk"), "{e}");
     let e = err(chase, &[("footprint", "1 MiB")]);
     assert!(e.contains("unknown parameter `footprint`") && e.contains("footprint_bytes"), "{e}");
     // Fields that fit alone but not together are the parameter struct's `validate`.

@@ -6,6 +6,7 @@
 mod attention;
 mod gemm;
 pub mod lazy;
+mod moe;
 mod ubench;
 
 use gpusim_configs::Arch;
@@ -119,4 +120,5 @@ const REGISTRY: &[Generator] = &[
     ubench::DSMEM_LATENCY,
     gemm::GEMM,
     attention::ATTENTION,
+    moe::MOE_LAYER,
 ];
