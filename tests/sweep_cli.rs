@@ -380,12 +380,12 @@ fn the_next_gen_example_study_is_valid() {
     // The README's study: every point's chip and workload builds (a dry run simulates nothing).
     let d = workdir("sweep-next-gen");
     let (out, _) = ok(&["sweep", "examples/whatif/next-gen.toml", "--dry-run", "-o", s(&d.join("out"))]);
-    assert!(out.contains("8 point(s) × 3 workload(s), all valid"), "{out}");
+    assert!(out.contains("8 point(s) × 5 workload(s), all valid"), "{out}");
     assert!(
         out.contains("point 7 ") && out.contains("sm.count=160 hbm.bandwidth=8 TB/s l2.size=128 MiB l2.slices=128"),
         "{out}"
     );
-    for w in ["gemm-8192", "gemm-xla-4096x4096x256", "stream-read"] {
+    for w in ["gemm-8192", "gemm-xla-4096x4096x256", "stream-read", "attention-fwd-s2048", "moe-layer"] {
         assert!(out.contains(&format!("workload {w} ")), "{w}: {out}");
     }
 }
