@@ -76,11 +76,33 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
         max_iter: a.max_iter,
         data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
         stop: Some(crate::interrupt::install()?),
+        progress: Some(Default::default()),
     };
     for t in &a.transfer {
         gpusim_configs::load_preset(t).map_err(|e| CliError::input(format!("--transfer: {e}")))?;
     }
-    let c = match calibrate(&cases, &opts) {
+    // A spinner with the simulations run so far (on a terminal only; the fit's length is not
+    // known in advance), ticked by a watcher thread while the calibration runs.
+    let bar = crate::progress::bar(None, a.quiet);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        s.spawn(|| {
+            let count = opts.progress.as_ref().expect("set above");
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                bar.set_message(format!(
+                    "calibrating {}: {} simulations run",
+                    opts.preset,
+                    count.load(std::sync::atomic::Ordering::Relaxed)
+                ));
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
+        let r = calibrate(&cases, &opts);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        r
+    });
+    bar.finish_and_clear();
+    let c = match result {
         Ok(c) => c,
         Err(e) if e.interrupted => {
             // Nothing was fitted: the output preset is left as it was; the report says so.

@@ -343,7 +343,8 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
         let live = LiveTable::new(&cases, &opts);
         let c = correlate_with(&cases, &opts, &live).map_err(CliError::input)?;
         live.bar.finish_and_clear();
-        print!("{}{}", c.text_after_cases(), c.partial_banner());
+        // An interrupted run says so right after the rows that finished, before the summary.
+        print!("{}{}", c.partial_banner(), c.text_after_cases());
         c
     };
     write_reports(&c, &a)?;

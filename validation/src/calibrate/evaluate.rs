@@ -29,6 +29,8 @@ pub(super) struct Evaluator<'a> {
     pub(super) case_job: Vec<usize>,
     pub(super) cache: Mutex<HashMap<(String, usize), Result<f64, String>>>,
     pub(super) sims: AtomicUsize,
+    /// [`super::CalOptions::progress`].
+    pub(super) progress: Option<Arc<AtomicUsize>>,
     pub(super) stop: Option<Arc<AtomicBool>>,
 }
 
@@ -70,6 +72,9 @@ impl Evaluator<'_> {
                     return (j, Err(INTERRUPTED.to_string()));
                 }
                 self.sims.fetch_add(1, Ordering::Relaxed);
+                if let Some(p) = &self.progress {
+                    p.fetch_add(1, Ordering::Relaxed);
+                }
                 self.cache.lock().expect("cache").insert(key, r.clone());
                 (j, r)
             })
@@ -207,6 +212,7 @@ pub(super) fn evaluator<'a>(
         case_job,
         cache: Mutex::new(HashMap::new()),
         sims: AtomicUsize::new(0),
+        progress: opts.progress.clone(),
         stop: opts.stop.clone(),
     };
     Ok((ev, skipped, rendered))

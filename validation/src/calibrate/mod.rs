@@ -87,6 +87,9 @@ pub struct CalOptions {
     /// Once set (by a Ctrl-C handler), no further simulation starts and the running ones stop;
     /// `calibrate` then fails with [`CalError::interrupted`] and fits nothing.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Counts the simulations run so far (cache hits are not simulations), for a caller's
+    /// progress display; `None`: counted privately.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 impl Default for CalOptions {
@@ -102,6 +105,7 @@ impl Default for CalOptions {
             max_iter: 40,
             data_files: Vec::new(),
             stop: None,
+            progress: None,
         }
     }
 }
