@@ -482,6 +482,41 @@ impl Program {
     /// Checks the structural invariants that readers and builders must guarantee: loops are
     /// balanced and nest at most [`MAX_LOOP_DEPTH`] deep, every `MemRef` points inside `exprs`
     /// and `lane_offsets`. Returns a description of the first violation.
+    /// Removes the loops whose bodies hold no instruction, nested empty loops included. They
+    /// execute nothing, but a cursor would walk every one of their iterations: three nested
+    /// empty loops of 2^32 trips hung the reader's checks and `gpusim run` (found by fuzzing
+    /// the text reader). Every reader calls this once a program has passed [`Program::check`]
+    /// (which guarantees balanced loops), so a trace and its written-back form agree.
+    pub fn drop_empty_loops(&mut self) {
+        if !self.steps.windows(2).any(|w| matches!(w, [Step::Loop { .. }, Step::EndLoop { .. }])) {
+            return;
+        }
+        let mut out: Vec<Step> = Vec::with_capacity(self.steps.len());
+        let mut open: Vec<usize> = Vec::new();
+        for s in self.steps.drain(..) {
+            match s {
+                Step::Loop { count, .. } => {
+                    open.push(out.len());
+                    out.push(Step::Loop { count, end: 0 });
+                }
+                Step::EndLoop { .. } => {
+                    let Some(start) = open.pop() else { continue };
+                    if out.len() == start + 1 {
+                        out.pop();
+                    } else {
+                        let end = out.len() as u32;
+                        if let Step::Loop { end: e, .. } = &mut out[start] {
+                            *e = end;
+                        }
+                        out.push(Step::EndLoop { start: start as u32 });
+                    }
+                }
+                inst @ Step::Inst(_) => out.push(inst),
+            }
+        }
+        self.steps = out;
+    }
+
     pub fn check(&self) -> Result<(), String> {
         if self.params.len() > MAX_PARAMS {
             return Err(format!("{} parameters, at most {MAX_PARAMS} allowed", self.params.len()));
@@ -663,11 +698,12 @@ impl ProgramBuilder {
         Ok(self)
     }
 
-    pub fn finish(self) -> Result<Program, String> {
+    pub fn finish(mut self) -> Result<Program, String> {
         if !self.open.is_empty() {
             return Err(format!("{} loop(s) never closed", self.open.len()));
         }
         self.prog.check()?;
+        self.prog.drop_empty_loops();
         Ok(self.prog)
     }
 }

@@ -303,8 +303,9 @@ impl<R: Read> BinParser<R> {
         if !open.is_empty() {
             return Err(self.err(Syntax, self.pos, format!("program `{name}` ends inside {} loop(s)", open.len())));
         }
-        let p = Program { name, steps, exprs, lane_offsets, params, tables };
+        let mut p = Program { name, steps, exprs, lane_offsets, params, tables };
         check_program(&p, ops.len()).map_err(|e| self.err(Invalid, start, format!("program `{}`: {e}", p.name)))?;
+        p.drop_empty_loops();
         Ok(Arc::new(p))
     }
 

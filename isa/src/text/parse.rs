@@ -319,7 +319,7 @@ impl<R: BufRead> TextParser<R> {
                 _ => self.parse_inst(&mut st, ops)?,
             }
         }
-        let p = Program {
+        let mut p = Program {
             name: name.clone(),
             steps: st.steps,
             exprs: st.exprs,
@@ -328,6 +328,7 @@ impl<R: BufRead> TextParser<R> {
             tables,
         };
         check_program(&p, ops.len()).map_err(|e| self.err(Invalid, start, 1, format!("program `{name}`: {e}")))?;
+        p.drop_empty_loops();
         Ok((name, Arc::new(p)))
     }
 
