@@ -24,7 +24,12 @@ fn cases() -> u32 {
 
 /// A runner with a fixed seed: every run mutates the same way.
 fn runner(salt: u8) -> TestRunner {
-    let config = Config { cases: cases(), failure_persistence: None, ..Config::default() };
+    runner_of(salt, cases())
+}
+
+/// [`runner`] for `cases` mutations.
+fn runner_of(salt: u8, cases: u32) -> TestRunner {
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[salt; 32]))
 }
 
@@ -173,6 +178,44 @@ fn seeds(ext: &str) -> Vec<Vec<u8>> {
     out
 }
 
+/// Every chip file: the presets, the example chips and the bad inputs.
+fn chip_seeds() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for dir in ["configs/presets", "configs/arch", "tests/bad-inputs"] {
+        for e in std::fs::read_dir(root().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") && p.file_name().is_some_and(|n| n != "cases.toml") {
+                out.push(std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The text seeds that read, in binary form.
+fn binary_seeds() -> Vec<Vec<u8>> {
+    let bins: Vec<Vec<u8>> = seeds("trace")
+        .iter()
+        .filter_map(|t| text::read_trace("seed", std::str::from_utf8(t).ok()?).ok())
+        .map(|t| binary::to_bytes(&t).unwrap())
+        .collect();
+    assert!(bins.len() >= 3);
+    bins
+}
+
+/// The Accel-Sim example's kernel files.
+fn accelsim_seeds() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root().join("examples/accelsim")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "traceg") {
+            out.push(std::fs::read(&p).unwrap());
+        }
+    }
+    assert!(!out.is_empty());
+    out
+}
+
 fn campaign(salt: u8, seeds: &[Vec<u8>], check: impl FnMut(&[u8])) {
     let strategy = (0..seeds.len(), proptest::collection::vec(mutation(), 1..6));
     let check = std::cell::RefCell::new(check);
@@ -194,12 +237,7 @@ fn mutated_text_traces_never_panic_the_reader() {
 
 #[test]
 fn mutated_binary_traces_never_panic_the_reader() {
-    let bins: Vec<Vec<u8>> = seeds("trace")
-        .iter()
-        .filter_map(|t| text::read_trace("seed", std::str::from_utf8(t).ok()?).ok())
-        .map(|t| binary::to_bytes(&t).unwrap())
-        .collect();
-    assert!(bins.len() >= 3);
+    let bins = binary_seeds();
     campaign(2, &bins, |b| {
         let mut r = binary::BinaryReader::from_reader("mutated.gtb", b);
         drain(&mut r, 10_000);
@@ -208,14 +246,7 @@ fn mutated_binary_traces_never_panic_the_reader() {
 
 #[test]
 fn mutated_accelsim_traces_never_panic_the_importer() {
-    let mut seeds = Vec::new();
-    for e in std::fs::read_dir(root().join("examples/accelsim")).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "traceg") {
-            seeds.push(std::fs::read(&p).unwrap());
-        }
-    }
-    assert!(!seeds.is_empty());
+    let seeds = accelsim_seeds();
     campaign(3, &seeds, |b| {
         if let Ok(t) = std::str::from_utf8(b)
             && let Ok(k) = gpusim_isa::accelsim::parse_traceg_str("mutated.traceg", t)
@@ -231,15 +262,7 @@ const PROBE: &str = include_str!("../fuzz/probe.trace");
 
 #[test]
 fn mutated_chips_either_fail_to_load_or_simulate() {
-    let mut seeds = Vec::new();
-    for dir in ["configs/presets", "configs/arch", "tests/bad-inputs"] {
-        for e in std::fs::read_dir(root().join(dir)).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "toml") && p.file_name().is_some_and(|n| n != "cases.toml") {
-                seeds.push(std::fs::read(&p).unwrap());
-            }
-        }
-    }
+    let seeds = chip_seeds();
     let probe = text::read_trace("probe", PROBE).unwrap();
     let (mut loaded, mut ran) = (0u32, 0u32);
     campaign(4, &seeds, |b| {
@@ -364,20 +387,11 @@ fn mutated_inputs_never_crash_the_gpusim_process() {
     };
 
     // Chips.
-    let mut chips = Vec::new();
-    for d in ["configs/presets", "configs/arch", "tests/bad-inputs"] {
-        for e in std::fs::read_dir(root().join(d)).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "toml") && p.file_name().is_some_and(|n| n != "cases.toml") {
-                chips.push(std::fs::read(&p).unwrap());
-            }
-        }
-    }
+    let chips = chip_seeds();
     let file = dir.join("mutated.toml");
-    let mut config = Config { cases: n, failure_persistence: None, ..Config::default() };
     let strategy = (0..chips.len(), proptest::collection::vec(mutation(), 1..6));
     let judge = std::cell::RefCell::new(&mut judge);
-    TestRunner::new_with_rng(config.clone(), TestRng::from_seed(RngAlgorithm::ChaCha, &[5; 32]))
+    runner_of(5, n)
         .run(&strategy, |(i, muts)| {
             let b = apply(&chips[i], &muts);
             std::fs::write(&file, &b).unwrap();
@@ -392,21 +406,10 @@ fn mutated_inputs_never_crash_the_gpusim_process() {
 
     // Traces: text, binary and Accel-Sim seeds, each mutated in its own form.
     let mut traces: Vec<(&str, Vec<u8>)> = seeds("trace").into_iter().map(|t| ("trace", t)).collect();
-    let bins: Vec<(&str, Vec<u8>)> = traces
-        .iter()
-        .filter_map(|(_, t)| text::read_trace("seed", std::str::from_utf8(t).ok()?).ok())
-        .map(|t| ("gtb", binary::to_bytes(&t).unwrap()))
-        .collect();
-    traces.extend(bins);
-    for e in std::fs::read_dir(root().join("examples/accelsim")).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "traceg") {
-            traces.push(("traceg", std::fs::read(&p).unwrap()));
-        }
-    }
-    config.cases = n;
+    traces.extend(binary_seeds().into_iter().map(|b| ("gtb", b)));
+    traces.extend(accelsim_seeds().into_iter().map(|t| ("traceg", t)));
     let strategy = (0..traces.len(), proptest::collection::vec(mutation(), 1..6));
-    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[6; 32]))
+    runner_of(6, n)
         .run(&strategy, |(i, muts)| {
             let (ext, seed) = &traces[i];
             let b = apply(seed, &muts);
