@@ -132,6 +132,25 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
     let s: Vec<String> = stalls.iter().map(|(n, v)| format!("{n} {:.1}%", 100.0 * **v as f64 / total)).collect();
     let _ = writeln!(out, "  warp states  {}", s.join("  "));
     sol(out, k);
+    if let Some(g) = &k.groups {
+        let untracked = if g.untracked_ctas > 0 {
+            format!(" ({} CTAs of further {}s not broken down)", thousands(g.untracked_ctas), g.name)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {:<12} {} ran CTAs; busiest {} {}: {:.1}% of their CTA time ({:.2}x the mean); last to finish: {} {}{untracked}",
+            format!("{}s", g.name),
+            g.groups.len(),
+            g.name,
+            g.busiest,
+            g.busiest_share_pct,
+            g.imbalance,
+            g.name,
+            g.straggler
+        );
+    }
     for (op, n) in &k.unknown_opcodes {
         let _ = writeln!(
             out,
@@ -198,6 +217,25 @@ pub fn report(r: &Report, source: &str) -> String {
     if streams {
         let path: Vec<String> = r.critical_path.iter().map(|k| k.to_string()).collect();
         let _ = writeln!(out, "critical path: kernel {}", path.join(" -> "));
+    }
+    for g in &r.cta_groups {
+        let ids: Vec<String> = g.kernels.iter().map(|k| k.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "\n{} imbalance over kernel {}: busiest {} {} with {:.1}% of the CTA time of {} {}s ({:.2}x the mean); \
+             straggler {} {} (its last CTA ended at cycle {})",
+            g.name,
+            ids.join(", "),
+            g.name,
+            g.busiest,
+            g.busiest_share_pct,
+            g.groups,
+            g.name,
+            g.imbalance,
+            g.name,
+            g.straggler,
+            thousands(g.straggler_end_cycle)
+        );
     }
     let _ = writeln!(
         out,

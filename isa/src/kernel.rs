@@ -69,6 +69,42 @@ pub struct KernelInfo {
     pub deps: Vec<u32>,
     /// Compute capability the SASS was built for (80, 86, 90, ...); 0 when unknown.
     pub sm_version: u32,
+    /// The groups the CTAs belong to (a grouped GEMM's experts), for the report's per-group
+    /// times and imbalance; `None` when the kernel has no such grouping.
+    pub cta_group: Option<CtaGroup>,
+}
+
+/// CTAs of a kernel grouped by the value of one per-CTA parameter: the text form's `group NAME
+/// pK` directive. A CTA belongs to group `v` when parameter `p<K>` of its first warp's program
+/// evaluates to `v` (0 when that program has fewer parameters). The grouping only labels the
+/// CTAs: it changes nothing in how they run.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct CtaGroup {
+    /// What a group is (`expert`): a token of letters, digits, `_`, `-` or `.`.
+    pub name: String,
+    /// The parameter's index (`p<param>`), below [`crate::program::MAX_PARAMS`].
+    pub param: u8,
+}
+
+impl CtaGroup {
+    /// Checks the name and the parameter index.
+    pub fn check(&self) -> Result<(), String> {
+        let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+        if self.name.is_empty() || self.name.len() > 64 || !self.name.chars().all(ok) {
+            return Err(format!(
+                "CTA group name `{}` must be 1 to 64 letters, digits, `_`, `-` or `.`",
+                self.name.escape_debug()
+            ));
+        }
+        if self.param as usize >= crate::program::MAX_PARAMS {
+            return Err(format!(
+                "CTA group parameter p{} does not exist (parameters are p0 to p{})",
+                self.param,
+                crate::program::MAX_PARAMS - 1
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl KernelInfo {
@@ -84,6 +120,7 @@ impl KernelInfo {
             stream: 0,
             deps: Vec::new(),
             sm_version: 0,
+            cta_group: None,
         }
     }
 
@@ -191,6 +228,9 @@ impl KernelTrace {
         let warps = self.info.warps_per_cta() as usize;
         if self.info.grid.count() == 0 || self.info.threads_per_cta() == 0 {
             return Err("grid and block must be non-empty".into());
+        }
+        if let Some(g) = &self.info.cta_group {
+            g.check()?;
         }
         for p in &self.programs {
             p.check().map_err(|e| format!("program `{}`: {e}", p.name))?;

@@ -32,7 +32,7 @@ pub mod text;
 pub use barrier::{BarrierOperand, NAMED_BARRIERS};
 pub use cursor::Cursor;
 pub use error::{Location, TraceError, TraceErrorKind};
-pub use kernel::{CtaLayout, CtaTrace, Dim3, KernelInfo, KernelTrace, OpTable, Trace};
+pub use kernel::{CtaGroup, CtaLayout, CtaTrace, Dim3, KernelInfo, KernelTrace, OpTable, Trace};
 pub use opcode::{MemSpace, OpDesc, Semantics, TensorShape, TensorType, UnitClass};
 pub use program::{
     AddrExpr, CtaParam, Inst, Lanes, LoopNest, MemRef, OpId, Program, ProgramBuilder, Step, TripCount, Var,

@@ -218,6 +218,65 @@ fn param_syntax_errors_name_line_and_column() {
     text_err(&many, 14, 5, "more than 8");
 }
 
+/// A grouped kernel: each CTA's expert read from a table (as the grouped GEMMs do), the CTAs
+/// grouped by it.
+const GROUPED: &str = "gpusim-trace 2
+kernel grouped
+  grid 5 1 1
+  block 32 1 1
+  group expert p0
+  program g
+    table experts = 0 0 3 3 3
+    param p0 = experts[cta.x]
+    loop p0
+      FFMA R1 <- R1 R1 R1
+    end
+    EXIT
+  end
+  warps 0..0 g
+end
+";
+
+#[test]
+fn cta_groups_read_write_and_round_trip() {
+    let [t, ..] = three_ways(GROUPED);
+    let g = t.kernels[0].info.cta_group.clone().expect("the group directive is read");
+    assert_eq!((g.name.as_str(), g.param), ("expert", 0));
+    // The binary form before version 3 has no group: a grouped kernel written today reads
+    // back grouped, and a version 2 file (no flag byte) still reads.
+    let bin = binary::to_bytes(&t).unwrap();
+    assert_eq!(u32::from_le_bytes(bin[8..12].try_into().unwrap()), 3);
+    let plain = text::read_trace("c", CAUSAL).unwrap();
+    let mut v2 = binary::to_bytes(&plain).unwrap();
+    v2[8] = 2;
+    // Drop the flag byte (0: no group) after the sm version: name, 9 dims, 4 fields.
+    let at = 12 + 1 + 1 + "causal".len() + 9 + 4;
+    assert_eq!(v2[at], 0);
+    v2.remove(at);
+    assert_eq!(binary::read_trace("v2.bin", &v2).unwrap(), plain);
+}
+
+#[test]
+fn cta_group_errors_name_line_and_column() {
+    let with = |line: &str| GROUPED.replace("  group expert p0\n", line);
+    let e = |src: String| text::read_trace("t.trace", &src).expect_err("expected an error");
+    let x = e(with("  group expert\n"));
+    assert_eq!((x.at.line, x.kind), (5, TraceErrorKind::Syntax), "{x}");
+    let x = e(with("  group expert q0\n"));
+    assert_eq!((x.at.line, x.at.col), (5, 16), "{x}");
+    assert!(x.message.contains("expected a parameter"), "{x}");
+    let x = e(with("  group expert p8\n"));
+    assert!(x.message.contains("p8 does not exist"), "{x}");
+    let x = e(with("  group ex/pert p0\n"));
+    assert_eq!((x.at.line, x.at.col), (5, 9), "{x}");
+    let x = e(with("  group expert p0\n  group expert p0\n"));
+    assert!(x.message.contains("given twice"), "{x}");
+    // A version 1 writer refuses a grouped kernel.
+    let t = text::read_trace("g", GROUPED).unwrap();
+    let mut w = text::TextWriter::new(Vec::new()).unwrap();
+    assert!(w.write_kernel(&t.kernels[0]).unwrap_err().to_string().contains("version 2"));
+}
+
 #[test]
 fn version_1_writer_refuses_params_and_old_traces_stay_version_1() {
     let t = text::read_trace("c", CAUSAL).unwrap();

@@ -78,11 +78,15 @@ pub struct KernelRun {
     pub first_idle_slot: Option<TrafficMark>,
     /// How the kernel was sampled ([`crate::sample`]); `None` when every CTA ran in detail.
     pub sampled: Option<crate::sample::Sampled>,
+    /// Per-group CTA times when the kernel's CTAs are grouped (`KernelInfo::cta_group`).
+    pub groups: Option<crate::cta_groups::GroupTimes>,
 }
 
 impl KernelRun {
     pub fn new(info: KernelInfo, occupancy: Occupancy, sms: usize) -> KernelRun {
+        let groups = info.cta_group.as_ref().map(|_| crate::cta_groups::GroupTimes::default());
         KernelRun {
+            groups,
             info,
             descs: Vec::new(),
             timing: Vec::new(),

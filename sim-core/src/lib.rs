@@ -15,6 +15,7 @@
 //! watching a run), [`sm`] (one SM: `mod.rs`, then `issue.rs`),
 //! [`sm::scheduler`], [`timing`], [`occupancy`], [`mem`], [`stats`], [`report`].
 
+pub mod cta_groups;
 pub mod deps;
 pub mod engine;
 pub mod error;

@@ -13,7 +13,7 @@ use crate::sol::{SolInput, SpeedOfLight, speed_of_light};
 use crate::stats::{MemTraffic, StallReason};
 
 /// Schema version of [`Report`]'s JSON form.
-pub const REPORT_SCHEMA_VERSION: u32 = 4;
+pub const REPORT_SCHEMA_VERSION: u32 = 5;
 
 /// A whole run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -38,6 +38,10 @@ pub struct Report {
     pub critical_path: Vec<u32>,
     /// Utilisation and queueing of the memory system's links over the whole run.
     pub links: Vec<crate::mem::LinkStats>,
+    /// Per group name (`expert`), the groups' CTA time over every kernel with that grouping:
+    /// a MoE layer's expert imbalance. Absent from the JSON when no kernel has CTA groups.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cta_groups: Vec<GroupSummary>,
     /// Set when the run did not complete: what the report holds is what was done until then.
     /// Absent from the JSON of a complete run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,6 +116,61 @@ pub struct KernelReport {
     /// extrapolated, and the error estimate. Absent from the JSON of a detailed kernel.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<crate::sample::Sampled>,
+    /// Per-group CTA times when the kernel's CTAs are grouped (a grouped GEMM's experts).
+    /// Absent from the JSON of an ungrouped kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<KernelGroups>,
+}
+
+/// The CTA groups of one kernel ([`crate::cta_groups`]).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct KernelGroups {
+    /// What a group is (`expert`).
+    pub name: String,
+    /// Every group that ran a CTA, by group value.
+    pub groups: Vec<GroupReport>,
+    /// The group with the most CTA cycles, and its share of all groups' CTA cycles (%).
+    pub busiest: i64,
+    pub busiest_share_pct: f64,
+    /// The busiest group's CTA cycles over the mean group's (1 = perfectly even).
+    pub imbalance: f64,
+    /// The group whose last CTA ended last.
+    pub straggler: i64,
+    /// CTAs of groups past the first `cta_groups::MAX_GROUPS`, not broken down.
+    pub untracked_ctas: u64,
+}
+
+/// One group of a kernel.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GroupReport {
+    pub group: i64,
+    pub ctas: u64,
+    /// Launch-to-retirement cycles of its CTAs, summed.
+    pub cta_cycles: u64,
+    /// Its share of all groups' CTA cycles (%).
+    pub share_pct: f64,
+    pub first_start_cycle: u64,
+    pub last_end_cycle: u64,
+}
+
+/// One group name over the run: each group's CTA cycles summed over the kernels with that
+/// grouping (a MoE layer's gate/up and down GEMMs).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GroupSummary {
+    pub name: String,
+    /// Kernels (ids) with this grouping.
+    pub kernels: Vec<u32>,
+    /// Groups that ran a CTA in any of them.
+    pub groups: u64,
+    pub busiest: i64,
+    pub busiest_cta_cycles: u64,
+    /// The busiest group's share of every group's CTA cycles in these kernels (%).
+    pub busiest_share_pct: f64,
+    /// The busiest group's CTA cycles over the mean group's.
+    pub imbalance: f64,
+    /// The group whose last CTA ended last, and when.
+    pub straggler: i64,
+    pub straggler_end_cycle: u64,
 }
 
 /// The part of a kernel's run between its ramp-up and its tail: from the first CTA's
@@ -264,7 +323,79 @@ fn kernel_report(arch: &Arch, k: &KernelRun) -> KernelReport {
         },
         sol,
         sampled: k.sampled.clone(),
+        groups: kernel_groups(k),
     }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole > 0 { 100.0 * part as f64 / whole as f64 } else { 0.0 }
+}
+
+/// Max over mean of per-group cycles (0 when nothing ran).
+fn imbalance(max: u64, total: u64, groups: usize) -> f64 {
+    if total > 0 && groups > 0 { max as f64 * groups as f64 / total as f64 } else { 0.0 }
+}
+
+fn kernel_groups(k: &KernelRun) -> Option<KernelGroups> {
+    let (g, t) = (k.info.cta_group.as_ref()?, k.groups.as_ref()?);
+    let total = t.total_cta_cycles();
+    let (busiest, bt) = t.busiest().unwrap_or_default();
+    Some(KernelGroups {
+        name: g.name.clone(),
+        groups: t
+            .by_group
+            .iter()
+            .map(|(&group, x)| GroupReport {
+                group,
+                ctas: x.ctas,
+                cta_cycles: x.cta_cycles,
+                share_pct: pct(x.cta_cycles, total),
+                first_start_cycle: x.first_start,
+                last_end_cycle: x.last_end,
+            })
+            .collect(),
+        busiest,
+        busiest_share_pct: pct(bt.cta_cycles, total),
+        imbalance: imbalance(bt.cta_cycles, total, t.by_group.len()),
+        straggler: t.straggler().map_or(0, |s| s.0),
+        untracked_ctas: t.untracked_ctas,
+    })
+}
+
+/// Per group name, the groups summed over the kernels that have that grouping (in name order).
+fn group_summaries(kernels: &[&KernelRun]) -> Vec<GroupSummary> {
+    let mut by_name: BTreeMap<&str, (Vec<u32>, crate::cta_groups::GroupTimes)> = BTreeMap::new();
+    for k in kernels {
+        let (Some(g), Some(t)) = (k.info.cta_group.as_ref(), k.groups.as_ref()) else { continue };
+        let (ids, sum) = by_name.entry(g.name.as_str()).or_default();
+        ids.push(k.info.id);
+        for (&v, x) in &t.by_group {
+            let e = sum.by_group.entry(v).or_insert(crate::cta_groups::GroupTime { first_start: x.first_start, ..Default::default() });
+            e.ctas += x.ctas;
+            e.cta_cycles += x.cta_cycles;
+            e.first_start = e.first_start.min(x.first_start);
+            e.last_end = e.last_end.max(x.last_end);
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, (kernels, t))| {
+            let total = t.total_cta_cycles();
+            let (busiest, bt) = t.busiest().unwrap_or_default();
+            let (straggler, st) = t.straggler().unwrap_or_default();
+            GroupSummary {
+                name: name.to_string(),
+                kernels,
+                groups: t.by_group.len() as u64,
+                busiest,
+                busiest_cta_cycles: bt.cta_cycles,
+                busiest_share_pct: pct(bt.cta_cycles, total),
+                imbalance: imbalance(bt.cta_cycles, total, t.by_group.len()),
+                straggler,
+                straggler_end_cycle: st.last_end,
+            }
+        })
+        .collect()
 }
 
 pub(crate) fn build_report(
@@ -303,6 +434,7 @@ pub(crate) fn build_report_refs(
         tflops: if time_us > 0.0 { flops as f64 / (time_us * 1e-6) / 1e12 } else { 0.0 },
         streams: streams(arch, &ks),
         critical_path: critical_path(kernels),
+        cta_groups: group_summaries(kernels),
         kernels: ks,
         links,
         partial: None,

@@ -3,8 +3,10 @@
 /// The first 8 bytes of every binary trace.
 pub const MAGIC: &[u8; 8] = b"GPUSIMTB";
 /// The format version this module writes (a little-endian u32 after the magic). Version 2 adds
-/// per-CTA parameters, tables and parameter loop counts; readers also read version 1.
-pub const VERSION: u32 = 2;
+/// per-CTA parameters, tables and parameter loop counts; version 3 a kernel's CTA grouping (a
+/// flag byte after the sm version, then the group's name and parameter index). Readers also
+/// read versions 1 and 2.
+pub const VERSION: u32 = 3;
 /// The oldest version readers accept.
 pub const MIN_VERSION: u32 = 1;
 

@@ -451,6 +451,14 @@ impl<R: Read> Parser for BinParser<R> {
         info.smem_bytes = self.u32v("shared memory bytes")?;
         info.stream = self.u32v("a stream")?;
         info.sm_version = self.u32v("an sm version")?;
+        if self.version >= 3 && self.byte("the CTA group flag")? != 0 {
+            let at = self.pos;
+            let name = self.string("a CTA group name")?;
+            let param = self.byte("a CTA group parameter")?;
+            let g = crate::CtaGroup { name, param };
+            g.check().map_err(|e| self.err(Invalid, at, e))?;
+            info.cta_group = Some(g);
+        }
         let n = self.u32v("a dependency count")?;
         for _ in 0..n {
             let d_at = self.pos;

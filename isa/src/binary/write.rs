@@ -41,6 +41,14 @@ impl<W: Write> BinaryWriter<W> {
         for v in [info.regs_per_thread, info.smem_bytes, info.stream, info.sm_version] {
             put_uv(b, v as u64);
         }
+        match &info.cta_group {
+            None => b.push(0),
+            Some(g) => {
+                b.push(1);
+                put_str(b, &g.name);
+                b.push(g.param);
+            }
+        }
         put_uv(b, info.deps.len() as u64);
         for &d in &info.deps {
             put_uv(b, d as u64);

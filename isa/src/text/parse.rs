@@ -18,7 +18,7 @@ use TraceErrorKind::{Invalid, Io, Syntax, Truncated, Unsupported};
 /// The magic word of the first line.
 pub(crate) const MAGIC: &str = "gpusim-trace";
 
-const HEADER_KEYS: [&str; 9] = ["grid", "block", "cluster", "regs", "smem", "stream", "after", "sm", "ops"];
+const HEADER_KEYS: [&str; 10] = ["grid", "block", "cluster", "regs", "smem", "stream", "after", "sm", "ops", "group"];
 
 /// Which programs a `warps` line can name.
 struct Scope<'a> {
@@ -506,6 +506,20 @@ impl<R: BufRead> Parser for TextParser<R> {
                     for i in 1..self.toks.len() {
                         ops.intern(self.tok(i)).map_err(|e| self.err_tok(Unsupported, i, e))?;
                     }
+                }
+                "group" => {
+                    self.expect_len(3, "group NAME pK")?;
+                    let param = self
+                        .bare(2)
+                        .and_then(|t| t.strip_prefix('p'))
+                        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                        .and_then(|d| d.parse::<u8>().ok())
+                        .ok_or_else(|| {
+                            self.err_tok(Syntax, 2, format!("expected a parameter `pK`, found `{}`", self.tok(2)))
+                        })?;
+                    let g = crate::CtaGroup { name: self.tok(1).to_string(), param };
+                    g.check().map_err(|e| self.err_tok(Invalid, if e.contains("parameter") { 2 } else { 1 }, e))?;
+                    info.cta_group = Some(g);
                 }
                 key => {
                     self.expect_len(2, &format!("{key} N"))?;

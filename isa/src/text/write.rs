@@ -22,7 +22,7 @@ pub struct TextWriter<W: Write> {
 
 /// Whether a kernel uses version-2 features (parameters, tables, parameter loops).
 pub(crate) fn kernel_needs_v2(k: &KernelTrace) -> bool {
-    k.programs.iter().any(|p| !p.params.is_empty() || !p.tables.is_empty())
+    k.info.cta_group.is_some() || k.programs.iter().any(|p| !p.params.is_empty() || !p.tables.is_empty())
 }
 
 impl<W: Write> TextWriter<W> {
@@ -79,6 +79,9 @@ impl<W: Write> TextWriter<W> {
         }
         if info.sm_version != 0 {
             let _ = writeln!(b, "  sm {}", info.sm_version);
+        }
+        if let Some(g) = &info.cta_group {
+            let _ = writeln!(b, "  group {} p{}", g.name, g.param);
         }
         if !ops_in_appearance_order(k) {
             b.push_str("  ops");

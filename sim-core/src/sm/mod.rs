@@ -79,6 +79,9 @@ pub(crate) struct CtaSlot {
     threads: u32,
     mbars: Vec<mbarrier::Mbar>,
     mbar_waiters: Vec<mbarrier::MbarWaiter>,
+    /// Cycle the CTA launched, and its group (`KernelInfo::cta_group`; 0 without one).
+    started: u64,
+    group: i64,
 }
 
 /// Bytes of a multicast copy for other CTAs of a cluster: the engine delivers them to the
@@ -333,6 +336,11 @@ impl Sm {
                 empty.push(slot);
             }
         }
+        c.started = now;
+        c.group = match (&k.info.cta_group, c.slots.first()) {
+            (Some(g), Some(&s0)) => self.w.cursor[s0 as usize].params()[g.param as usize % gpusim_isa::program::MAX_PARAMS],
+            _ => 0,
+        };
         self.ctas[slot_c] = c;
         self.wake_at = self.wake_at.min(now);
         for slot in empty {
@@ -347,6 +355,9 @@ impl Sm {
         let c = &mut self.ctas[cta_slot as usize];
         debug_assert!(c.active && c.live_warps == 0);
         c.active = false;
+        if let Some(g) = k.groups.as_mut() {
+            g.record(c.group, c.started, now);
+        }
         let nsub = self.subs.len();
         for &slot in &c.slots {
             let s = slot as usize;

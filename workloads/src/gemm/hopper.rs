@@ -371,6 +371,10 @@ pub(crate) fn generate_plan(p: &GemmProblem, rc: &HopperRecipe, pl: Plan) -> Res
     info.regs_per_thread = pl.regs as u32;
     info.smem_bytes = pl.smem as u32;
     info.sm_version = 90;
+    if pl.grouping.is_some() {
+        // Every program's first parameter is the CTA's expert (`tile_loops`).
+        info.cta_group = Some(gpusim_isa::CtaGroup { name: "expert".into(), param: 0 });
+    }
     let mut kernels = vec![assemble(info, ops, programs, default, overrides)?];
     if pl.g.split > 1 {
         kernels.push(reduce::kernel_trace(1, &pl.g, p.dtype, 90)?);

@@ -1,0 +1,97 @@
+//! Per-group CTA times of a kernel whose CTAs are grouped ([`gpusim_isa::CtaGroup`]: the experts
+//! of a grouped GEMM), and the imbalance they show.
+//!
+//! A CTA's time is from its launch on an SM to its retirement. Summed per group, it is the work
+//! the group cost the SMs: the busiest group's share of it, and its ratio to the mean, say how
+//! uneven the routing made the kernel. The group whose last CTA ended last is the kernel's
+//! straggler. Sampled kernels (`--sample`) skip CTAs: their group times cover the CTAs that ran
+//! in detail only, and the report says the kernel was sampled.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Most distinct groups recorded per kernel: CTAs of further groups are counted in
+/// [`GroupTimes::untracked_ctas`] (a trace whose group parameter takes millions of values
+/// must not grow the map without bound). Grouped GEMMs have at most 4096 groups.
+pub const MAX_GROUPS: usize = 4096;
+
+/// The CTAs of one group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GroupTime {
+    pub ctas: u64,
+    /// Launch-to-retirement cycles of the group's CTAs, summed.
+    pub cta_cycles: u64,
+    pub first_start: u64,
+    pub last_end: u64,
+}
+
+/// The groups of one kernel, by group value (ascending: deterministic).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupTimes {
+    pub by_group: BTreeMap<i64, GroupTime>,
+    /// CTAs of groups beyond the first [`MAX_GROUPS`].
+    pub untracked_ctas: u64,
+}
+
+impl GroupTimes {
+    /// A CTA of group `g` ran from `start` to `end`. Called once per CTA (not per instruction).
+    pub fn record(&mut self, g: i64, start: u64, end: u64) {
+        if !self.by_group.contains_key(&g) && self.by_group.len() >= MAX_GROUPS {
+            self.untracked_ctas += 1;
+            return;
+        }
+        let t = self.by_group.entry(g).or_insert(GroupTime { first_start: start, ..GroupTime::default() });
+        t.ctas += 1;
+        t.cta_cycles += end.saturating_sub(start);
+        t.first_start = t.first_start.min(start);
+        t.last_end = t.last_end.max(end);
+    }
+
+    /// The group with the most CTA cycles (on a tie the lowest value).
+    pub fn busiest(&self) -> Option<(i64, GroupTime)> {
+        self.by_group.iter().map(|(&g, &t)| (g, t)).max_by_key(|(g, t)| (t.cta_cycles, std::cmp::Reverse(*g)))
+    }
+
+    /// The group whose last CTA ended last (on a tie the lowest value).
+    pub fn straggler(&self) -> Option<(i64, GroupTime)> {
+        self.by_group.iter().map(|(&g, &t)| (g, t)).max_by_key(|(g, t)| (t.last_end, std::cmp::Reverse(*g)))
+    }
+
+    pub fn total_cta_cycles(&self) -> u64 {
+        self.by_group.values().map(|t| t.cta_cycles).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_sum_per_group_and_name_the_busiest_and_the_straggler() {
+        let mut g = GroupTimes::default();
+        g.record(3, 0, 100);
+        g.record(1, 10, 60);
+        g.record(1, 60, 200);
+        g.record(2, 0, 150);
+        assert_eq!(g.by_group[&1], GroupTime { ctas: 2, cta_cycles: 190, first_start: 10, last_end: 200 });
+        assert_eq!(g.busiest().unwrap().0, 1);
+        assert_eq!(g.straggler().unwrap().0, 1);
+        assert_eq!(g.total_cta_cycles(), 100 + 190 + 150);
+        // Ties go to the lowest group.
+        g.record(2, 150, 190);
+        assert_eq!(g.busiest().unwrap().0, 1);
+    }
+
+    #[test]
+    fn groups_beyond_the_limit_are_counted_not_stored() {
+        let mut g = GroupTimes::default();
+        for v in 0..MAX_GROUPS as i64 + 10 {
+            g.record(v, 0, 1);
+        }
+        g.record(0, 0, 1);
+        assert_eq!(g.by_group.len(), MAX_GROUPS);
+        assert_eq!(g.untracked_ctas, 10);
+        assert_eq!(g.by_group[&0].ctas, 2);
+    }
+}
