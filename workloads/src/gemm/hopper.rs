@@ -301,7 +301,7 @@ pub(crate) fn generate(arch: &Arch, p: &GemmProblem, rc: &HopperRecipe) -> Resul
 pub(crate) fn generate_plan(p: &GemmProblem, rc: &HopperRecipe, pl: Plan) -> Result<Trace, String> {
     let mut ops = OpTable::new();
     let mut programs: Vec<Program> = Vec::new();
-    let mut producers: BTreeMap<(Counts, u64, u64), u32> = BTreeMap::new();
+    let mut producers: BTreeMap<Counts, u32> = BTreeMap::new();
     let mut consumers: BTreeMap<Counts, u32> = BTreeMap::new();
     let idle = {
         programs.push(idle_program(&mut ops));
@@ -321,9 +321,9 @@ pub(crate) fn generate_plan(p: &GemmProblem, rc: &HopperRecipe, pl: Plan) -> Res
         } else {
             (count(z, pl.gz, pl.g.z), count(cy, pl.gy, pl.g.tn), count(cx, pl.gx, pl.g.tm))
         };
-        let ranks = if pl.multicast { (x % pl.cm, y % pl.cn) } else { (0, 0) };
-        let pidx = *producers.entry((counts, ranks.0, ranks.1)).or_insert_with(|| {
-            programs.push(producer(&pl, &mut ops, counts, ranks.0, ranks.1));
+        // One producer serves every rank of a cluster: its slice's offset is a per-CTA parameter.
+        let pidx = *producers.entry(counts).or_insert_with(|| {
+            programs.push(producer(&pl, &mut ops, counts));
             (programs.len() - 1) as u32
         });
         let cidx = *consumers.entry(counts).or_insert_with(|| {
@@ -488,8 +488,8 @@ fn idle_program(ops: &mut OpTable) -> Program {
 }
 
 /// Warp 0: barrier initialisation, then per tile and k-iteration the TMA loads of one stage.
-fn producer(pl: &Plan, ops: &mut OpTable, counts: Counts, rm: u64, rn: u64) -> Program {
-    let name = if pl.multicast { format!("producer_rank{rm}_{rn}") } else { "producer".to_string() };
+fn producer(pl: &Plan, ops: &mut OpTable, counts: Counts) -> Program {
+    let name = if pl.multicast { "producer_multicast".to_string() } else { "producer".to_string() };
     let name = if counts.0 * counts.1 * counts.2 == 0 { format!("{name}_notile") } else { name };
     let mut c = Code::new(ops, &name);
     let s = pl.stages;
@@ -505,12 +505,16 @@ fn producer(pl: &Plan, ops: &mut OpTable, counts: Counts, rm: u64, rn: u64) -> P
     }
     c.set_mask(u32::MAX);
     c.op("BAR.SYNC.DEFER_BLOCKING", &[], &[]);
-    let (a_bytes, a_off) =
-        if pl.multicast && pl.cn > 1 { (pl.tile_a / pl.cn, rn * pl.tile_a / pl.cn) } else { (pl.tile_a, 0) };
-    let (b_bytes, b_off) =
-        if pl.multicast && pl.cm > 1 { (pl.tile_b / pl.cm, rm * pl.tile_b / pl.cm) } else { (pl.tile_b, 0) };
+    // A multicast cluster splits A across its n-ranks and B across its m-ranks: each CTA loads
+    // its slice (at rank · slice) and multicasts it to the others.
+    let (split_a, split_b) = (pl.multicast && pl.cn > 1, pl.multicast && pl.cm > 1);
+    let a_bytes = if split_a { pl.tile_a / pl.cn } else { pl.tile_a };
+    let b_bytes = if split_b { pl.tile_b / pl.cm } else { pl.tile_b };
     let load = |mc: bool| if mc { "UTMALDG.2D.MULTICAST" } else { "UTMALDG.2D" };
     tile_loops(&mut c, pl, counts, &mut |c, t| {
+        // Defined here, after the grouped form's expert parameter (p0, the kernel's CTA group).
+        let rank_n = split_a.then(|| cluster_rank(c, Var::CtaY, pl.cn));
+        let rank_m = split_b.then(|| cluster_rank(c, Var::CtaX, pl.cm));
         iterations(c, 0, g.kps, s, &mut |c, j, st| {
             c.set_mask(1);
             c.mem("SYNCS.PHASECHK.TRANS64.TRYWAIT", &[pred(0)], &[r(PHASE)], bar(pl, true, st));
@@ -526,10 +530,13 @@ fn producer(pl: &Plan, ops: &mut OpTable, counts: Counts, rm: u64, rn: u64) -> P
                 (pl.tile_a + pl.tile_b + pl.tile_sf) as i32,
             );
             // Tile (mt, z, j) of A is at ((mt·Z + z)·kps + j)·tile_a in the blocked layout.
-            let a = Addr::at(g.regions.a + a_off)
+            let mut a = Addr::at(g.regions.a)
                 .index(&t.mt, g.z * g.kps * pl.tile_a)
                 .index(&t.z, g.kps * pl.tile_a)
                 .index(j, pl.tile_a);
+            if let Some(v) = rank_n {
+                a = a.term(v, a_bytes as i64);
+            }
             c.bulk(load(pl.multicast && pl.cn > 1), &[], &[urr(8, 2), urr(4, 2)], a, a_bytes as u32);
             if pl.block_scaled {
                 let sf = Addr::at(g.regions.sfa)
@@ -538,12 +545,15 @@ fn producer(pl: &Plan, ops: &mut OpTable, counts: Counts, rm: u64, rn: u64) -> P
                     .index(j, pl.tile_sf);
                 c.bulk("UTMALDG.2D", &[], &[urr(12, 2), urr(4, 2)], sf, pl.tile_sf as u32);
             }
-            let mut b = Addr::at(g.regions.b + b_off)
+            let mut b = Addr::at(g.regions.b)
                 .index(&t.nt, g.z * g.kps * pl.tile_b)
                 .index(&t.z, g.kps * pl.tile_b)
                 .index(j, pl.tile_b);
             if let Some(e) = t.expert {
                 b = b.term(e, (g.tn * g.kps * pl.tile_b) as i64);
+            }
+            if let Some(v) = rank_m {
+                b = b.term(v, b_bytes as i64);
             }
             c.bulk(load(pl.multicast && pl.cm > 1), &[], &[urr(16, 2), urr(4, 2)], b, b_bytes as u32);
             c.set_mask(u32::MAX);
@@ -555,7 +565,14 @@ fn producer(pl: &Plan, ops: &mut OpTable, counts: Counts, rm: u64, rn: u64) -> P
     c.finish()
 }
 
-/// Row of consumer warp `warp` (4..) in row block `ri` is `row0(ri) + 16·warp`: row block `ri` of
+/// The CTA's rank along one cluster dimension, `coord mod n`, as a per-CTA parameter (`q =
+/// floor(coord / n)`, then `coord − n·q`).
+fn cluster_rank(c: &mut Code, coord: Var, n: u64) -> Var {
+    let q = c.param(CtaParam { div: n as i64, ..CtaParam::constant(0).with(coord, 1) });
+    c.param(CtaParam::constant(0).with(coord, 1).with(q, -(n as i64)))
+}
+
+/// Row of consumer warp/// Row of consumer warp `warp` (4..) in row block `ri` is `row0(ri) + 16·warp`: row block `ri` of
 /// warpgroup `wg` holds rows `ri·64·consumers + wg·64 + 16·(warp in group)`.
 fn row0(pl: &Plan, ri: u64) -> i64 {
     (ri * 64 * pl.cons) as i64 - 64
