@@ -27,6 +27,11 @@ pub struct RunArgs {
     /// partitions, HBM) or `simple` (latency and bandwidth only).
     #[arg(long)]
     pub memory_model: Option<String>,
+    /// Launch the trace's kernels as one CUDA graph: the gap between dependent kernels is
+    /// `sim.graph_launch_overhead` instead of `sim.kernel_launch_overhead`. Shorthand for the
+    /// chip parameter `sim.launch = "graph"`, set through the parameter system's overrides.
+    #[arg(long)]
+    pub cuda_graph: bool,
     /// Write the report as one self-contained HTML page (speed of light, warp states,
     /// roofline) to this file.
     #[arg(long, value_name = "FILE.html")]
@@ -234,7 +239,12 @@ fn write_outputs(a: &RunArgs, r: &Report, timeline: Option<&Timeline>) -> CliRes
 }
 
 pub fn run(a: RunArgs) -> CliResult {
-    let arch = load_arch(&a.arch, a.clock_mhz)?;
+    let mut arch = load_arch(&a.arch, a.clock_mhz)?;
+    if a.cuda_graph {
+        arch = arch
+            .with_override("sim.launch", &toml::Value::String("graph".into()))
+            .map_err(|e| CliError::input(format!("--cuda-graph: {e}")))?;
+    }
     check_footprint(&arch, a.max_memory)?;
     for (path, what) in [(&a.json, "--json"), (&a.report, "--report"), (&a.timeline, "--timeline")] {
         if let Some(p) = path {

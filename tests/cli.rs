@@ -333,6 +333,45 @@ fn the_memory_model_comes_from_the_chip_and_the_flag_overrides_it() {
 }
 
 #[test]
+fn cuda_graph_sets_the_graph_launch_mode_and_shortens_the_gaps_on_the_critical_path() {
+    let dir = workdir("cuda-graph");
+    let chip = dir.join("graph.toml");
+    std::fs::write(&chip, "inherits = \"h100-sxm5-80gb\"\nname = \"graph-h100\"\n[sim]\nlaunch = \"graph\"\n").unwrap();
+    let trace = root().join("examples/two_streams.trace");
+    let run = |arch: &str, extra: &[&str]| {
+        let json = dir.join("report.json");
+        let mut args = vec!["run", "--arch", arch, "--json", json.to_str().unwrap(), "-q"];
+        args.extend_from_slice(extra);
+        args.push(trace.to_str().unwrap());
+        ok(&args);
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let eager = run("h100-sxm5-80gb", &[]);
+    let flag = run("h100-sxm5-80gb", &["--cuda-graph"]);
+    let file = run(chip.to_str().unwrap(), &[]);
+    assert_eq!(flag["kernels"], file["kernels"], "--cuda-graph is `sim.launch = \"graph\"`");
+    assert_eq!(flag["total_cycles"], file["total_cycles"]);
+    // The example's critical path is kernel 0 then kernel 2 (one launch gap); with the
+    // defaults (2000 and 1000 cycles) the graph run ends that gap's difference earlier.
+    let a = gpusim_configs::load_preset("h100-sxm5-80gb").unwrap();
+    let saved_per_gap = a.sim.kernel_launch_overhead.0 - a.sim.graph_launch_overhead.0;
+    let path = |v: &serde_json::Value| v["critical_path"].as_array().unwrap().len() as u64;
+    assert_eq!((path(&eager), path(&flag)), (2, 2), "{}", eager["critical_path"]);
+    let total = |v: &serde_json::Value| v["total_cycles"].as_u64().unwrap();
+    assert_eq!(total(&eager) - total(&flag), (path(&eager) - 1) * saved_per_gap);
+    // A mode the model does not know is refused, naming the field and the modes.
+    let bad = dir.join("bad-launch.toml");
+    std::fs::write(&bad, "inherits = \"h100-sxm5-80gb\"\n[sim]\nlaunch = \"lazy\"\n").unwrap();
+    fails_with(
+        &["arch", "validate", bad.to_str().unwrap()],
+        &["sim.launch", "lazy", "eager, graph", "bad-launch.toml"],
+    );
+    fails_with(&["run", "--arch", bad.to_str().unwrap(), trace.to_str().unwrap()], &["sim.launch", "lazy"]);
+    let (out, _) = ok(&["arch", "explain", "sim.graph_launch_overhead"]);
+    assert!(out.contains("cycles") && out.contains("CUDA graph"), "{out}");
+}
+
+#[test]
 fn a_trace_can_come_through_a_pipe() {
     use std::io::Write;
     use std::process::{Command, Stdio};

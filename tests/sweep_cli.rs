@@ -264,6 +264,37 @@ fn an_impossible_chip_at_any_point_stops_the_sweep_before_it_starts() {
 }
 
 #[test]
+fn a_study_varies_the_launch_mode_by_name_and_refuses_an_unknown_one() {
+    let d = workdir("sweep-launch");
+    let study = |modes: &str| {
+        let p = d.join("launch.toml");
+        let text = format!(
+            "arch = \"h100-sxm5-80gb\"\n[vary]\n\"sim.launch\" = [{modes}]\n[[workload]]\ntrace = {:?}\n",
+            s(&root().join("examples/two_streams.trace"))
+        );
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let out = d.join("out");
+    ok(&["sweep", s(&study(r#""eager", "graph""#)), "-o", s(&out)]);
+    let m = json(&out.join("manifest.json"));
+    let modes: Vec<&str> =
+        m["points"].as_array().unwrap().iter().map(|p| p["values"]["sim.launch"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["eager", "graph"]);
+    // The example's critical path (kernel 0, then kernel 2) has one launch gap: the graph point
+    // ends the difference of the two gaps earlier.
+    let a = gpusim_configs::load_preset("h100-sxm5-80gb").unwrap();
+    let csv = read(&out.join("results.csv"));
+    let col = csv.lines().next().unwrap().split(',').position(|c| c == "cycles").expect("a cycles column");
+    let cycles: Vec<u64> = rows(&out).iter().map(|r| r.split(',').nth(col).unwrap().parse().unwrap()).collect();
+    assert_eq!(cycles[0] - cycles[1], a.sim.kernel_launch_overhead.0 - a.sim.graph_launch_overhead.0, "{cycles:?}");
+    fails_with(
+        &["sweep", s(&study(r#""eager", "lazy""#)), "-o", s(&d.join("bad"))],
+        &["point 1 (sim.launch=lazy)", "sim.launch", "eager, graph", "nothing was run"],
+    );
+}
+
+#[test]
 fn resume_after_sigkill_loses_and_duplicates_nothing() {
     let d = workdir("sweep-kill");
     let st = study(&d, 12);

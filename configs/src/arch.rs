@@ -232,10 +232,24 @@ pub struct Hbm {
 pub struct SimParams {
     /// Stop with an error naming the stuck warps when nothing retires for this many cycles.
     pub watchdog_cycles: Cycles,
-    /// Time between one kernel finishing and a dependent kernel starting.
+    /// How kernels are launched: `eager` or `graph` ([`LAUNCH_MODES`](crate::LAUNCH_MODES));
+    /// it picks which gap [`SimParams::launch_gap`] gives.
+    pub launch: String,
+    /// Time between one kernel finishing and a dependent kernel starting, launched eagerly.
     pub kernel_launch_overhead: Cycles,
+    /// Time between one kernel finishing and a dependent kernel starting, in one CUDA graph.
+    pub graph_launch_overhead: Cycles,
     /// Time from a kernel's launch until its first CTA starts, part of the kernel's time.
     pub kernel_launch_latency: Picos,
     /// The memory system's model by name (`hierarchy`, `simple`).
     pub memory_model: String,
+}
+
+impl SimParams {
+    /// The gap between a kernel's last predecessor ending and the kernel launching, for the
+    /// launch mode: `sim.graph_launch_overhead` under `graph`, else `sim.kernel_launch_overhead`
+    /// (a valid chip names one of [`LAUNCH_MODES`](crate::LAUNCH_MODES)).
+    pub fn launch_gap(&self) -> Cycles {
+        if self.launch == "graph" { self.graph_launch_overhead } else { self.kernel_launch_overhead }
+    }
 }

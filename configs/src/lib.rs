@@ -66,5 +66,5 @@ pub use introspect::{ParamDiff, ParamInfo, all_params, diff, diff_table, explain
 pub use load::{load, load_file, load_preset, load_str};
 pub use presets::presets;
 pub use units::{Bytes, BytesPerCycle, BytesPerSec, Cycles, Hertz, Picos};
-pub use validate::{MEMORY_MODELS, POLICIES, validate};
+pub use validate::{LAUNCH_MODES, MEMORY_MODELS, POLICIES, validate};
 pub use value::ParamKind;

@@ -236,9 +236,28 @@ section! {
     struct RawSim => SimParams, "sim" {
         /// Stop with an error naming the stuck warps when nothing retires for this many cycles.
         watchdog_cycles: Opt<Cycles>, "cycles", default Cycles(1_000_000), min Cycles(1), max Cycles(1 << 40);
-        /// Time between one kernel finishing and a dependent kernel starting. Default 2000 cycles
-        /// (about 1 µs at 2 GHz) is an estimate of back-to-back launch gaps on one stream.
+        /// How the host launches the trace's kernels, which sets the gap between a kernel and a
+        /// dependent one: `eager` (one launch call per kernel on a stream; the gap is
+        /// `sim.kernel_launch_overhead`) or `graph` (the kernels replayed as one instantiated CUDA
+        /// graph; the gap is `sim.graph_launch_overhead`). `gpusim run --cuda-graph` sets `graph`.
+        launch: Opt<String>, "mode name", default "eager".to_string();
+        /// GPU-side gap between one kernel finishing and a dependent kernel (same stream, or an
+        /// `after` edge) launching, kernels launched eagerly (`sim.launch = "eager"`). The host's
+        /// own launch cost is not modelled: a trace carries no host timing and every launch is
+        /// taken as queued ahead. Default 2000 cycles, about 1 µs at 2 GHz. Source: NVIDIA's
+        /// "Getting Started with CUDA Graphs" (developer.nvidia.com/blog/cuda-graphs, V100, 20
+        /// back-to-back short kernels per stream synchronisation): 3.8 µs per kernel for a
+        /// 2.9 µs kernel, a gap of about 0.9 µs. The blog's own text could not be checked here;
+        /// the figures are those of a public code note that transcribes its measurement.
         kernel_launch_overhead: Opt<Cycles>, "cycles", default Cycles(2000), max Cycles(1 << 32);
+        /// GPU-side gap between one kernel finishing and a dependent kernel launching when the
+        /// kernels run as one CUDA graph (`sim.launch = "graph"`); the host launches the graph
+        /// once, which is not modelled. Default 1000 cycles, about 0.5 µs at 2 GHz. Source: the
+        /// same V100 measurement replayed as a graph, 3.4 µs per 2.9 µs kernel, a gap of about
+        /// 0.5 µs (figures as transcribed, see `sim.kernel_launch_overhead`). NVIDIA's "Constant
+        /// Time Launch for Straight-Line Graphs" (CUDA 12.x) was looked up for a newer figure:
+        /// only its summary could be read, which states none, so none is taken from it.
+        graph_launch_overhead: Opt<Cycles>, "cycles", default Cycles(1000), max Cycles(1 << 32);
         /// Fixed time a kernel costs beyond its CTAs' work: from its launch until its first CTA
         /// starts, counted in the kernel's time, as profiler (CUPTI) and CUDA-event timings of one
         /// kernel count it (grid set-up, parameter and descriptor fetch, cold instruction caches,

@@ -15,6 +15,10 @@ pub const POLICIES: [&str; 3] = ["gto", "lrr", "two_level"];
 /// there checks that the two agree).
 pub const MEMORY_MODELS: [&str; 2] = ["hierarchy", "simple"];
 
+/// Launch modes `sim.launch` may name: kernels launched one by one on their streams, or replayed
+/// as one CUDA graph ([`crate::SimParams::launch_gap`]).
+pub const LAUNCH_MODES: [&str; 2] = ["eager", "graph"];
+
 fn rule(ok: bool, keys: &[&str], message: impl FnOnce() -> String) -> Result<(), ConfigError> {
     if ok {
         return Ok(());
@@ -104,6 +108,9 @@ fn sm(a: &Arch) -> Result<(), ConfigError> {
     })?;
     rule(MEMORY_MODELS.contains(&a.sim.memory_model.as_str()), &["sim.memory_model"], || {
         format!("unknown memory model `{}`; use one of {}", a.sim.memory_model, MEMORY_MODELS.join(", "))
+    })?;
+    rule(LAUNCH_MODES.contains(&a.sim.launch.as_str()), &["sim.launch"], || {
+        format!("unknown launch mode `{}`; use one of {}", a.sim.launch, LAUNCH_MODES.join(", "))
     })?;
     let per_sub_core = s.max_warps / s.sub_cores.max(1);
     rule(

@@ -259,15 +259,16 @@ impl<'a, O: Observer> Engine<'a, O> {
         Some(idx)
     }
 
-    /// Kernel `idx` has no unfinished predecessor: it launches `sim.kernel_launch_overhead`
-    /// after the last of them ended, or at cycle 0 when it has none (the host queues every
+    /// Kernel `idx` has no unfinished predecessor: it launches the launch mode's gap
+    /// (`SimParams::launch_gap`: `sim.kernel_launch_overhead` eager, `sim.graph_launch_overhead`
+    /// under a CUDA graph) after the last of them ended, or at cycle 0 when it has none (the host queues every
     /// launch at once; a trace carries no host timing), and its CTAs may start
     /// `sim.kernel_launch_latency` later. The launch may lie before `now` when the engine reads
     /// the kernel late (behind a kernel of another stream): its time still runs from it.
     fn set_launchable(&mut self, idx: usize) {
         let pred = self.deps.latest_predecessor(idx);
         let launched = match pred {
-            Some((end, _)) => end + self.arch.sim.kernel_launch_overhead.0,
+            Some((end, _)) => end + self.arch.sim.launch_gap().0,
             None => 0,
         };
         let gated_by = pred.map(|(_, p)| self.kernels[p as usize].info.id);

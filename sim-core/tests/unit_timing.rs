@@ -294,6 +294,40 @@ fn launch_latency_is_part_of_each_kernels_time() {
     assert_eq!(bt - at, 1000, "two kernels in one stream pay it twice");
 }
 
+/// Two kernels on one stream, the second after the first: it launches exactly the launch mode's
+/// gap after the first ends (`sim.kernel_launch_overhead` eager, `sim.graph_launch_overhead` in
+/// a CUDA graph), and with no launch latency its CTA starts then.
+fn second_kernel_gap(launch: &str) -> (u64, u64) {
+    let mut a = arch(1);
+    a.sim.launch = launch.to_string();
+    a.sim.kernel_launch_overhead = gpusim_configs::Cycles(700);
+    a.sim.graph_launch_overhead = gpusim_configs::Cycles(250);
+    let mut kernels = Vec::new();
+    for id in 0..2 {
+        let mut kb = KB::new("k", 1, 32);
+        kb.info.id = id;
+        let p = ffma_program(&mut kb, 10, 1);
+        let p = kb.program(p);
+        kb.all_warps(p);
+        kernels.push(kb.build());
+    }
+    let r = run(&a, kernels);
+    let (k0, k1) = (&r.kernels[0], &r.kernels[1]);
+    assert_eq!(k0.start_cycle, 0, "{launch}: the first kernel has no predecessor");
+    assert_eq!(k1.cycles, k0.cycles, "{launch}: the same kernel takes the same time");
+    assert_eq!(r.total_cycles, k1.end_cycle, "{launch}");
+    (k0.end_cycle, k1.start_cycle)
+}
+
+#[test]
+fn a_dependent_kernel_launches_the_launch_modes_gap_after_its_predecessor() {
+    let (end, start) = second_kernel_gap("eager");
+    assert_eq!(start, end + 700, "eager: sim.kernel_launch_overhead");
+    let (end_g, start_g) = second_kernel_gap("graph");
+    assert_eq!(end_g, end, "the first kernel does not depend on the mode");
+    assert_eq!(start_g, end + 250, "graph: sim.graph_launch_overhead");
+}
+
 /// Warp 0 runs a 100-long dependent FFMA chain, then gives registers back (`USETMAXREG.DEALLOC`
 /// to 32 per thread); warp 1 first asks to grow to `grow_to` per thread. Both start with 64.
 fn register_reallocation(grow_to: i32) -> Result<gpusim_sim_core::Report, String> {

@@ -90,7 +90,9 @@ pub fn arch(sms: u32) -> Arch {
         },
         sim: SimParams {
             watchdog_cycles: Cycles(100_000),
+            launch: "eager".into(),
             kernel_launch_overhead: Cycles(0),
+            graph_launch_overhead: Cycles(0),
             kernel_launch_latency: Picos(0),
             memory_model: "hierarchy".into(),
         },
