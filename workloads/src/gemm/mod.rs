@@ -134,7 +134,7 @@ use gpusim_configs::Arch;
 use gpusim_isa::{Semantics, Trace};
 
 pub use select::{MulticastRule, Style, deepgemm_recipe, tuned_recipe};
-pub use twins::Twin;
+pub use twins::{Twin, grouped_hopper_twin, grouped_twin_problem};
 
 /// Input element type; accumulation is fp32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

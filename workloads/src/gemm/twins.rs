@@ -4,8 +4,17 @@
 //! validation crate simulates a twin's measured runs (`gemm_twin` cases of `gpusim measure`)
 //! with the same recipe, so that a twin is compared with its own design and not with the
 //! default recipe a tuned library would pick.
+//!
+//! The grouped-GEMM twin (`grouped_gemm_wgmma_sm90a.cu`, [`grouped_hopper_twin`]) is not a
+//! [`Twin`]: a `Twin` is a dense GEMM design. `Twin::ALL` names the `gemm_twin` cases
+//! (`gemm-twin-<short>-MxNxK`, validation's `twin_shape`), which correlate simulates as a dense
+//! `GemmProblem` through [`super::generate`], and `gpusim measure` launches each twin with dense
+//! arguments (validation/src/measure/twins.rs). A grouped twin needs a grouped problem (rows per
+//! group, an expert table, a B of `G·N` rows) and [`super::grouped::generate_grouped`], which
+//! neither path carries; its recipe stands alone here and only the instruction-mix test uses it.
 
-use super::{AmpereRecipe, Epilogue, HopperRecipe, Recipe};
+use super::grouped::{GroupedProblem, Layout};
+use super::{AmpereRecipe, Dtype, Epilogue, HopperRecipe, Recipe};
 
 /// One of the CUDA twins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,6 +82,44 @@ impl Twin {
             Twin::Ampere => cc >= 80,
             Twin::Hopper => cc == 90,
         }
+    }
+}
+
+/// The recipe of the grouped-GEMM twin (`workloads/cuda/grouped_gemm_wgmma_sm90a.cu`), for
+/// [`super::grouped::generate_grouped`]: the Hopper twin's warp specialisation (2 consumer
+/// warpgroups, 4 stages, no cluster, one tile per CTA, stores straight from the accumulators) with
+/// a 128×128×64 CTA tile, the tile DeepGEMM's bf16 selection ([`super::grouped::grouped_recipe`])
+/// picks for [`grouped_twin_problem`]. That selection also multicasts A over a 1×2 cluster, picks
+/// more stages and stores through TMA; the twin does none of these, and neither does its recipe.
+pub fn grouped_hopper_twin() -> HopperRecipe {
+    HopperRecipe {
+        cta_m: 128,
+        cta_n: 128,
+        cta_k: 64,
+        stages: 4,
+        consumers: 2,
+        cluster_m: 1,
+        cluster_n: 1,
+        multicast: false,
+        persistent: false,
+        raster_swizzle: 0,
+        split_k: 1,
+        epilogue: Epilogue::Direct,
+    }
+}
+
+/// The grouped twin's reference problem: 8 experts of 256 rows each, N = 4096, K = 7168, bf16,
+/// contiguous (a DeepSeek-V3-sized expert GEMM at a small batch).
+pub fn grouped_twin_problem() -> GroupedProblem {
+    GroupedProblem {
+        m: vec![256; 8],
+        n: 4096,
+        k: 7168,
+        dtype: Dtype::Bf16,
+        block_scaled: false,
+        layout: Layout::Contiguous,
+        capacity: 0,
+        align: 0,
     }
 }
 
