@@ -735,14 +735,18 @@ fn grouped_twin_reads_its_expert_once_per_tile() {
         align: 0,
     };
     let kt = grouped_kernel("h800-sxm5", &p);
-    let expert_of: Vec<i64> =
-        m.iter().enumerate().flat_map(|(g, &rows)| std::iter::repeat_n(g as i64, rows.div_ceil(128) as usize)).collect();
+    let expert_of: Vec<i64> = m
+        .iter()
+        .enumerate()
+        .flat_map(|(g, &rows)| std::iter::repeat_n(g as i64, rows.div_ceil(128) as usize))
+        .collect();
     assert_eq!(expert_of.len(), 24);
     let grid = kt.info.grid;
     assert_eq!((grid.x, grid.y, grid.z), (16, (n / 128) as u32, 2));
     assert_eq!(kt.info.cta_group.as_ref().map(|g| g.param), Some(0), "the kernel's CTA group is p0, the expert");
     for prog in &kt.programs {
-        let loads = prog.steps.iter().filter(|st| matches!(st, Step::Inst(i) if kt.ops.get(i.op).base == "LDG")).count();
+        let loads =
+            prog.steps.iter().filter(|st| matches!(st, Step::Inst(i) if kt.ops.get(i.op).base == "LDG")).count();
         assert_eq!(loads, 0, "program {:?} loads something: the recipe's expert lookup is a parameter", prog.name);
     }
     let count = |prog: &Program, cta: [u32; 3], base: &str| {
