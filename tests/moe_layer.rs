@@ -69,7 +69,10 @@ fn zipf_routing_is_slower_than_uniform_for_the_same_tokens() {
 }
 
 fn lt_roles_without_groups(r: &Report, lt: &LayerTrace) -> bool {
-    lt.roles.iter().filter(|(_, x)| !matches!(*x, "gate_up" | "down")).all(|(id, _)| r.kernels[*id as usize].groups.is_none())
+    lt.roles
+        .iter()
+        .filter(|(_, x)| !matches!(*x, "gate_up" | "down"))
+        .all(|(id, _)| r.kernels[*id as usize].groups.is_none())
 }
 
 #[test]

@@ -73,7 +73,7 @@ fn magic_and_version() {
     check(b"GPUS", Truncated, 4, "magic");
     check(b"GPUSIMTX\x01\0\0\0", Syntax, 0, "not a gpusim binary trace");
     check(b"gpusim-trace 1\n", Syntax, 0, "not a gpusim binary trace");
-    check(b"GPUSIMTB\x03\0\0\0\0", Unsupported, 8, "version 3");
+    check(b"GPUSIMTB\x04\0\0\0\0", Unsupported, 8, "version 4");
     check(b"GPUSIMTB\x01\0", Truncated, 10, "version");
     check(b"GPUSIMTB\x01\0\0\0", Truncated, 12, "end-of-trace");
     assert_eq!(binary::read_trace("t", b"GPUSIMTB\x01\0\0\0\0").unwrap().kernels.len(), 0);

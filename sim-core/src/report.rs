@@ -370,7 +370,10 @@ fn group_summaries(kernels: &[&KernelRun]) -> Vec<GroupSummary> {
         let (ids, sum) = by_name.entry(g.name.as_str()).or_default();
         ids.push(k.info.id);
         for (&v, x) in &t.by_group {
-            let e = sum.by_group.entry(v).or_insert(crate::cta_groups::GroupTime { first_start: x.first_start, ..Default::default() });
+            let e = sum
+                .by_group
+                .entry(v)
+                .or_insert(crate::cta_groups::GroupTime { first_start: x.first_start, ..Default::default() });
             e.ctas += x.ctas;
             e.cta_cycles += x.cta_cycles;
             e.first_start = e.first_start.min(x.first_start);

@@ -39,6 +39,7 @@ pub mod moe;
 pub mod params;
 pub mod registry;
 pub mod rng;
+pub(crate) mod streaming;
 pub mod ubench;
 
 pub use params::WorkloadError;

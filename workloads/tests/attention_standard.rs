@@ -42,3 +42,21 @@ fn kernels_in_order_with_the_problem_s_tensor_work() {
     let sm = t.kernels.iter().find(|k| k.info.name.starts_with("softmax")).unwrap();
     assert_eq!(sm.info.num_ctas(), 2 * 4 * 512 / 4, "one warp per row, 4 rows per CTA");
 }
+
+/// Long rows run one 1024-thread CTA per row, compiled for that launch bound: every kernel of a
+/// long standard attention fits an SM (8192 columns needed 128 registers × 1024 threads, twice
+/// the register file, and could not launch).
+#[test]
+fn every_kernel_of_a_long_sequence_fits_an_sm() {
+    for preset in ["a100-sxm4-80gb", "h100-sxm5-80gb"] {
+        let arch = load_preset(preset).unwrap();
+        for sq in [4096, 8192, 16384] {
+            let s = AttnSpec { batch: 1, heads: 1, ..spec(Pass::FwdBwd, sq) };
+            let t = attention::generate(&s, &arch).unwrap().trace;
+            for k in &t.kernels {
+                let o = gpusim_configs::occupancy::occupancy(&arch, &k.info);
+                assert!(o.as_ref().is_ok_and(|o| o.ctas_per_sm >= 1), "{preset} s{sq} `{}`: {o:?}", k.info.name);
+            }
+        }
+    }
+}

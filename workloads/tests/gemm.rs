@@ -233,7 +233,7 @@ fn k_iteration_mix_is_pinned() {
     let producer = counts(&[("SYNCS", 2), ("UTMALDG", 2), ("BRA", 2), ("IADD3", 1), ("ISETP", 1)]);
     let consumer = counts(&[("SYNCS", 2), ("HGMMA", 4), ("WARPGROUP", 2), ("BRA", 2), ("IADD3", 1), ("ISETP", 1)]);
     assert_eq!(m.len(), 2, "{m:?}");
-    assert_eq!(m["producer_rank0_0[0]"], producer);
+    assert_eq!(m["producer_multicast[0]"], producer);
     assert_eq!(m["consumer[4, 5, 6, 7, 8, 9, 10, 11]"], consumer);
 
     // DeepGEMM-style fp8: 128×128×128, the A scales by TMA, FFMA promotion per k-block.
@@ -251,7 +251,7 @@ fn k_iteration_mix_is_pinned() {
     assert_eq!(consumer["FMUL"], 2);
     assert_eq!(consumer["LDS"], 3);
     assert_eq!(consumer["SYNCS"], 2);
-    assert_eq!(m["producer_rank0_0[0]"]["UTMALDG"], 3);
+    assert_eq!(m["producer_multicast[0]"]["UTMALDG"], 3);
 }
 
 #[test]

@@ -338,7 +338,9 @@ impl Sm {
         }
         c.started = now;
         c.group = match (&k.info.cta_group, c.slots.first()) {
-            (Some(g), Some(&s0)) => self.w.cursor[s0 as usize].params()[g.param as usize % gpusim_isa::program::MAX_PARAMS],
+            (Some(g), Some(&s0)) => {
+                self.w.cursor[s0 as usize].params()[g.param as usize % gpusim_isa::program::MAX_PARAMS]
+            }
             _ => 0,
         };
         self.ctas[slot_c] = c;

@@ -1,10 +1,15 @@
 //! Unfused "PyTorch standard attention" (the baseline of FlashAttention's benchmarks,
 //! `attention_pytorch`): the kernels it really launches, in one stream.
 //!
-//! Forward: `S = Q·Kᵀ·scale` (batched GEMM over `b·h`, `baddbmm`), the causal `masked_fill` folded
-//! into the softmax kernel's read, `P = softmax(S)` (a memory-bound row kernel), `O = P·V`
-//! (batched GEMM). Backward: `dV = Pᵀ·dO`, `dP = dO·Vᵀ`, `dS = softmax_backward(dP, P)` (row
-//! kernel), `dQ = dS·K`, `dK = dSᵀ·Q`. The GEMMs are the workloads crate's tuned GEMM recipe
+//! Forward: the `rearrange` copies of Q (`(b h) t d`) and K (`(b h) d s`, transposing) out of the
+//! packed qkv, `S = Q·Kᵀ·scale` (batched GEMM over `b·h`, `baddbmm`), the causal mask added
+//! (`scores + triu(-10000)`, an elementwise kernel over the scores), `P = softmax(S)` (a
+//! memory-bound row kernel), the einsum's copy of V to `(b h) s d`, `O = P·V` (batched GEMM).
+//! Backward: the copy of dO to `(b h) t d`, `dV = Pᵀ·dO`, `dP = dO·Vᵀ`, `dS =
+//! softmax_backward(dP, P)` (row kernel), `dQ = dS·K` and `dK = dSᵀ·Q`, each then multiplied by
+//! the softmax scale (`baddbmm`'s alpha), and `stack(dq, dk, dv)` into the qkv gradient
+//! (unbind's backward). Copies and elementwise kernels are memory streams of the bytes they
+//! move ([`crate::streaming`]). The GEMMs are the workloads crate's tuned GEMM recipe
 //! ([`crate::gemm::default_recipe`]) at each product's shape; the scores `S`, `P`, `dP`, `dS` are
 //! `[b·h, sq, sk]` tensors of the input type.
 //!
@@ -19,8 +24,9 @@
 //! The GEMM recipe's operand layout is fixed (A row-major, B by rows of K); the real transposed
 //! products (`Kᵀ`, `Pᵀ`, `dSᵀ`) run cuBLAS's TN/NT kernels of the same tiles. Each GEMM addresses
 //! the GEMM recipe's own regions, so the traffic between kernels is not shared through L2 (at
-//! these sizes the scores, `b·h·sq·sk·2` bytes, exceed the L2 anyway). Dropout with p = 0 and the
-//! layout copies of `rearrange` are not launched.
+//! these sizes the scores, `b·h·sq·sk·2` bytes, exceed the L2 anyway). Dropout with p = 0
+//! launches nothing (ATen returns its input). The transposing copy of K is a stream of the same
+//! bytes (PyTorch's copy kernel reads one side strided; its sectors are reused through L1/L2).
 
 use std::collections::BTreeMap;
 
@@ -31,6 +37,7 @@ use super::{AttnSpec, Tensors, chain};
 use crate::asm::{Addr, Code, assemble, r, rr};
 use crate::gemm::{self, GemmProblem};
 use crate::params::WorkloadError;
+use crate::streaming::{Stream, stream_kernel};
 
 fn check(s: &AttnSpec, arch: &Arch) -> Result<(), WorkloadError> {
     if s.varlen.is_some() || s.page_size.is_some() || s.num_splits.is_some() {
@@ -158,7 +165,9 @@ fn row_kernel(s: &AttnSpec, arch: &Arch, op: RowOp, srcs: &[u64], dst: u64) -> R
         RowOp::SoftmaxBackward => format!("softmax_backward_{cols}"),
     };
     let mut info = KernelInfo::new(0, name, Dim3::new(ctas as u32, 1, 1), Dim3::new(threads as u32, 1, 1));
-    info.regs_per_thread = 128;
+    // 128 registers, or what fits one CTA on an SM: a 1024-thread CTA (`cunn_SoftMaxForward`
+    // above 2048 columns) is compiled for its launch bound, 64 registers on sm_80/sm_90.
+    info.regs_per_thread = (arch.sm.registers / threads as u32 / 8 * 8).clamp(16, 128);
     info.smem_bytes = if warps_per_row > 1 { 4 * 32 } else { 0 };
     info.sm_version = arch.compute_capability.max(80);
     let warps = threads / 32;
@@ -168,28 +177,82 @@ fn row_kernel(s: &AttnSpec, arch: &Arch, op: RowOp, srcs: &[u64], dst: u64) -> R
 /// Scores tensors `[b·h, sq, sk]`: S, P, dP, dS.
 fn scores(s: &AttnSpec) -> [u64; 4] {
     let base = Tensors::new(s).scratch;
-    let size = (s.batch * s.heads * s.seqlen * s.seqlen_kv() * s.dtype.bytes()).next_multiple_of(2 << 20) + (2 << 20);
+    let size = score_slot(s);
     [base, base + size, base + 2 * size, base + 3 * size]
+}
+
+fn score_slot(s: &AttnSpec) -> u64 {
+    (s.batch * s.heads * s.seqlen * s.seqlen_kv() * s.dtype.bytes()).next_multiple_of(2 << 20) + (2 << 20)
+}
+
+/// Bytes of a `[b, s, h, d]` tensor (`kv`: of K/V's sequence).
+fn layout_bytes(s: &AttnSpec, kv: bool, d: u64) -> u64 {
+    s.batch * if kv { s.seqlen_kv() } else { s.seqlen } * s.heads * d * s.dtype.bytes()
+}
+
+/// The contiguous copies PyTorch makes, after the scores: `[(b h), s, d]` Q, `[(b h), d, s]` K,
+/// `[(b h), s, d]` V and dO.
+fn copies(s: &AttnSpec) -> [u64; 4] {
+    let base = scores(s)[3] + score_slot(s);
+    let slot = layout_bytes(s, true, s.headdim.max(s.headdim_v())).max(layout_bytes(s, false, s.headdim.max(s.headdim_v())));
+    let slot = slot.next_multiple_of(2 << 20) + (2 << 20);
+    [base, base + slot, base + 2 * slot, base + 3 * slot]
+}
+
+/// A layout copy or an elementwise kernel of PyTorch's: `read` bytes at `src`, `write` at `dst`.
+fn elementwise(arch: &Arch, name: &str, src: u64, read: u64, dst: u64, write: u64, ffma: u32) -> Result<Trace, WorkloadError> {
+    let k = stream_kernel(&Stream { name, src, read, dst, write, ffma, exp: false }, arch.compute_capability.max(80))
+        .map_err(WorkloadError)?;
+    Ok(Trace { kernels: vec![k] })
 }
 
 pub(crate) fn forward(s: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
     check(s, arch)?;
     let (sq, sk, d) = (s.seqlen, s.seqlen_kv(), s.headdim);
+    let t = Tensors::new(s);
     let [sc, p, _, _] = scores(s);
-    let softmax = Trace { kernels: vec![row_kernel(s, arch, RowOp::Softmax, &[sc], p)?] };
-    Ok(chain(vec![gemm_part(arch, s, sq, sk, d)?, softmax, gemm_part(arch, s, sq, s.headdim_v(), sk)?]))
+    let [qc, kc, vc, _] = copies(s);
+    let (qb, kb, vb) = (layout_bytes(s, false, d), layout_bytes(s, true, d), layout_bytes(s, true, s.headdim_v()));
+    let score_bytes = s.batch * s.heads * sq * sk * s.dtype.bytes();
+    let mut parts = vec![
+        // rearrange(q, 'b t h d -> (b h) t d') and rearrange(k, 'b s h d -> (b h) d s') of the
+        // unbound (strided) qkv: two copies.
+        elementwise(arch, "copy_rearrange_q", t.q, qb, qc, qb, 0)?,
+        elementwise(arch, "copy_transpose_k", t.k, kb, kc, kb, 0)?,
+        gemm_part(arch, s, sq, sk, d)?, // baddbmm: S = scale·Q·Kᵀ
+    ];
+    if s.causal {
+        // scores + triu(-10000): the mask is one [sq, sk] matrix, broadcast (cached).
+        parts.push(elementwise(arch, "add_causal_mask", sc, score_bytes, sc, score_bytes, 1)?);
+    }
+    parts.push(Trace { kernels: vec![row_kernel(s, arch, RowOp::Softmax, &[sc], p)?] });
+    // einsum('bhts,bshd->bthd', P, v): v to [(b h), s, d], then a batched GEMM.
+    parts.push(elementwise(arch, "copy_v", t.v, vb, vc, vb, 0)?);
+    parts.push(gemm_part(arch, s, sq, s.headdim_v(), sk)?);
+    Ok(chain(parts))
 }
 
 pub(crate) fn backward(s: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
     check(s, arch)?;
     let (sq, sk, d, dv) = (s.seqlen, s.seqlen_kv(), s.headdim, s.headdim_v());
+    let t = Tensors::new(s);
     let [_, p, dp, ds] = scores(s);
+    let [qc, kc, _, doc] = copies(s);
+    let (qb, kb, ob) = (layout_bytes(s, false, d), layout_bytes(s, true, d), layout_bytes(s, false, dv));
+    let vb = layout_bytes(s, true, dv);
     let softmax_bwd = Trace { kernels: vec![row_kernel(s, arch, RowOp::SoftmaxBackward, &[dp, p], ds)?] };
     Ok(chain(vec![
+        // The einsum's backward takes dO as [(b h), t, d]: a copy of the [b, t, h, d] gradient.
+        elementwise(arch, "copy_dout", t.d_o, ob, doc, ob, 0)?,
         gemm_part(arch, s, sk, dv, sq)?, // dV = Pᵀ·dO
         gemm_part(arch, s, sq, sk, dv)?, // dP = dO·Vᵀ
         softmax_bwd,
         gemm_part(arch, s, sq, d, sk)?, // dQ = dS·K
+        // baddbmm's backward scales each product by alpha (softmax_scale ≠ 1): two multiplies.
+        elementwise(arch, "mul_scale_dq", qc, qb, qc, qb, 1)?,
         gemm_part(arch, s, sk, d, sq)?, // dK = dSᵀ·Q
+        elementwise(arch, "mul_scale_dk", kc, kb, kc, kb, 1)?,
+        // unbind's backward: stack(dq, dk, dv) into the packed qkv gradient.
+        elementwise(arch, "cat_qkv_grad", qc, qb + kb + vb, t.d_q, qb + kb + vb, 0)?,
     ]))
 }

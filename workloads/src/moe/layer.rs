@@ -17,7 +17,7 @@
 //!   last (the router weights are applied in GEMM2's epilogue: no extra kernel).
 //!
 //! Simulator conventions: the small kernels are memory streams of the bytes they move
-//! ([`super::small`]). Each kernel's tensors sit in their own 1 TiB window of the address space,
+//! ([`crate::streaming`]). Each kernel's tensors sit in their own 1 TiB window of the address space,
 //! so no kernel hits in L2 on another's data (real layers reuse the activations they just wrote,
 //! a few MB; the expert weights, which dominate, are distinct anyway). The Triton GEMMs are
 //! modelled by the grouped Hopper recipe with the Triton block shape (the real kernel gathers A
@@ -30,7 +30,7 @@ use gpusim_configs::Arch;
 use gpusim_isa::{KernelTrace, Program, Trace};
 
 use super::routing::{Routing, expert_counts};
-use super::small::{Stream, stream_kernel};
+use crate::streaming::{Stream, stream_kernel};
 use crate::gemm::grouped::{GroupedProblem, Layout, generate_grouped, grouped_recipe};
 use crate::gemm::{Dtype, GemmProblem, default_recipe, generate};
 

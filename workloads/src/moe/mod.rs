@@ -1,11 +1,10 @@
 //! Mixture-of-experts layers: routing ([`routing`]), the layer as a graph of kernels
-//! ([`layer`]) and its small streaming kernels ([`small`]). The expert GEMMs are the grouped
+//! ([`layer`]) and its small streaming kernels ([`crate::streaming`]). The expert GEMMs are the grouped
 //! GEMMs of [`crate::gemm::grouped`].
 
 pub mod layer;
 pub mod params;
 pub mod routing;
-mod small;
 
 pub use layer::{LayerTrace, MoeLayer, MoeRecipe, generate_layer};
 pub use routing::{Routing, expert_counts, parse_counts};

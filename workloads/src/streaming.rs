@@ -1,6 +1,7 @@
-//! The small kernels of a MoE layer (top-k softmax, token permutation, activation, combine) as
-//! memory-streaming kernels: what bounds them is the bytes they move, so each is modelled by its
-//! reads, its writes and a few arithmetic instructions per 16 bytes.
+//! Memory-streaming kernels: the small kernels of a MoE layer (top-k softmax, token
+//! permutation, activation, combine) and the layout copies and elementwise scalings of unfused
+//! attention. What bounds them is the bytes they move, so each is modelled by its reads, its
+//! writes and a few arithmetic instructions per 16 bytes.
 //!
 //! ```text
 //! S2R ×2; IMAD.WIDE                                    # pointers
