@@ -477,3 +477,49 @@ fn sampled_run_says_so_and_keeps_exact_counts() {
     assert_eq!(s["warp_instructions"], full["warp_instructions"]);
     assert_eq!(k["ctas"], full["kernels"][0]["ctas"]);
 }
+
+/// `gpusim run` of a skewed MoE layer names, in its text and its JSON, the expert `gpusim trace
+/// moe` routed the most tokens to (the straggler) and the imbalance.
+#[test]
+fn a_moe_layer_report_names_the_busiest_expert() {
+    let dir = workdir("moe-report");
+    let trace = dir.join("moe.trace");
+    let j = dir.join("moe.json");
+    let (out, _) = ok(&[
+        "trace",
+        "moe",
+        "--tokens",
+        "512",
+        "--experts",
+        "16",
+        "--topk",
+        "2",
+        "--hidden",
+        "1024",
+        "--intermediate",
+        "512",
+        "--routing",
+        "zipf:1.2",
+        "--seed",
+        "3",
+        "-o",
+        s(&trace),
+    ]);
+    let busiest: i64 = out
+        .split("busiest expert ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no busiest expert in {out}"));
+    let (report, _) = ok(&["run", "--arch", "h800-sxm5", s(&trace), "--json", s(&j)]);
+    let line =
+        report.lines().find(|l| l.starts_with("expert imbalance over kernel")).unwrap_or_else(|| panic!("{report}"));
+    assert!(line.contains(&format!("busiest expert {busiest} with ")), "{line}");
+    let v = json(&j);
+    let g = &v["cta_groups"][0];
+    assert_eq!((g["name"].as_str(), g["busiest"].as_i64()), (Some("expert"), Some(busiest)), "{g}");
+    assert!(g["imbalance"].as_f64().unwrap() > 2.0, "{g}");
+    let grouped: Vec<&serde_json::Value> =
+        v["kernels"].as_array().unwrap().iter().filter(|k| k.get("groups").is_some()).collect();
+    assert_eq!(grouped.len(), 2, "the gate/up and down GEMMs");
+}

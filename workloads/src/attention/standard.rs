@@ -194,13 +194,22 @@ fn layout_bytes(s: &AttnSpec, kv: bool, d: u64) -> u64 {
 /// `[(b h), s, d]` V and dO.
 fn copies(s: &AttnSpec) -> [u64; 4] {
     let base = scores(s)[3] + score_slot(s);
-    let slot = layout_bytes(s, true, s.headdim.max(s.headdim_v())).max(layout_bytes(s, false, s.headdim.max(s.headdim_v())));
+    let slot =
+        layout_bytes(s, true, s.headdim.max(s.headdim_v())).max(layout_bytes(s, false, s.headdim.max(s.headdim_v())));
     let slot = slot.next_multiple_of(2 << 20) + (2 << 20);
     [base, base + slot, base + 2 * slot, base + 3 * slot]
 }
 
 /// A layout copy or an elementwise kernel of PyTorch's: `read` bytes at `src`, `write` at `dst`.
-fn elementwise(arch: &Arch, name: &str, src: u64, read: u64, dst: u64, write: u64, ffma: u32) -> Result<Trace, WorkloadError> {
+fn elementwise(
+    arch: &Arch,
+    name: &str,
+    src: u64,
+    read: u64,
+    dst: u64,
+    write: u64,
+    ffma: u32,
+) -> Result<Trace, WorkloadError> {
     let k = stream_kernel(&Stream { name, src, read, dst, write, ffma, exp: false }, arch.compute_capability.max(80))
         .map_err(WorkloadError)?;
     Ok(Trace { kernels: vec![k] })

@@ -30,9 +30,9 @@ use gpusim_configs::Arch;
 use gpusim_isa::{KernelTrace, Program, Trace};
 
 use super::routing::{Routing, expert_counts};
-use crate::streaming::{Stream, stream_kernel};
 use crate::gemm::grouped::{GroupedProblem, Layout, generate_grouped, grouped_recipe};
 use crate::gemm::{Dtype, GemmProblem, default_recipe, generate};
+use crate::streaming::{Stream, stream_kernel};
 
 /// Which kernels implement the experts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
