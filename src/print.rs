@@ -176,11 +176,16 @@ pub fn report(r: &Report, source: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "gpusim {}: {} at {:.0} MHz, memory model `{}`",
+        "gpusim {}: {} at {:.0} MHz, memory model `{}`{}",
         env!("CARGO_PKG_VERSION"),
         r.arch,
         r.sm_clock_mhz,
-        r.memory_model
+        r.memory_model,
+        if r.launch == "eager" {
+            String::new()
+        } else {
+            format!(", launched as a CUDA graph (sim.launch = {})", r.launch)
+        }
     );
     let _ = writeln!(out, "trace: {source}");
     if let Some(p) = &r.partial {

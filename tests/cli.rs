@@ -351,6 +351,10 @@ fn cuda_graph_sets_the_graph_launch_mode_and_shortens_the_gaps_on_the_critical_p
     let file = run(chip.to_str().unwrap(), &[]);
     assert_eq!(flag["kernels"], file["kernels"], "--cuda-graph is `sim.launch = \"graph\"`");
     assert_eq!(flag["total_cycles"], file["total_cycles"]);
+    // The report says how the kernels were launched.
+    assert_eq!((eager["launch"].as_str(), flag["launch"].as_str()), (Some("eager"), Some("graph")));
+    let (text, _) = ok(&["run", "--arch", "h100-sxm5-80gb", "--cuda-graph", trace.to_str().unwrap()]);
+    assert!(text.lines().next().unwrap().contains("launched as a CUDA graph"), "{text}");
     // The example's critical path is kernel 0 then kernel 2 (one launch gap); with the
     // defaults (2000 and 1000 cycles) the graph run ends that gap's difference earlier.
     let a = gpusim_configs::load_preset("h100-sxm5-80gb").unwrap();

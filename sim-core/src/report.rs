@@ -21,6 +21,9 @@ pub struct Report {
     pub schema_version: u32,
     pub arch: String,
     pub memory_model: String,
+    /// How the kernels were launched (`sim.launch`): `eager` or `graph` (one CUDA graph), which
+    /// set the gaps between dependent kernels.
+    pub launch: String,
     /// The configured SM clock (`clocks.sm`); a kernel under tensor load may run below it
     /// ([`KernelReport::clock_mhz`]).
     pub sm_clock_mhz: f64,
@@ -429,6 +432,7 @@ pub(crate) fn build_report_refs(
         schema_version: REPORT_SCHEMA_VERSION,
         arch: arch.name.clone(),
         memory_model: model.to_string(),
+        launch: arch.sim.launch.clone(),
         sm_clock_mhz: arch.clocks.sm.mhz(),
         total_cycles,
         time_us,

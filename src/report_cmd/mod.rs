@@ -68,6 +68,7 @@ pub fn run_document(r: &Report, source: &str) -> CliResult<Document> {
         ("gpusim".into(), format!("{} ({})", env!("CARGO_PKG_VERSION"), crate::correlate_cmd::git_hash())),
         ("arch".into(), run.arch.clone()),
         ("memory model".into(), run.memory_model.clone()),
+        ("launch".into(), run.launch.clone().unwrap_or_else(|| "eager".into())),
         ("trace".into(), source.to_string()),
         ("time".into(), format!("{:.3} µs", run.time_us)),
         ("throughput".into(), format!("{:.2} TFLOP/s", run.tflops)),

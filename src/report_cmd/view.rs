@@ -12,6 +12,9 @@ pub struct RunView {
     pub schema_version: u32,
     pub arch: String,
     pub memory_model: String,
+    /// Absent from reports before `launch` was added: those ran eagerly.
+    #[serde(default)]
+    pub launch: Option<String>,
     pub time_us: f64,
     pub tflops: f64,
     pub kernels: Vec<KernelView>,
