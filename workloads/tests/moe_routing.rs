@@ -70,10 +70,24 @@ fn the_layer_is_a_dag_in_trace_order_with_shared_experts_on_stream_1() {
 
 #[test]
 fn a_deepseek_v3_sized_layer_traces_in_under_2_mb() {
+    // Both recipes, even and skewed routing, in the text form (the larger) and the binary one.
+    // (The text form of the fused layer was 2.5 MB while the Hopper producer had one program per
+    // multicast rank and a layout override for every CTA of rank 1.)
     let arch = load_preset("h800-sxm5").unwrap();
-    let lt = generate_layer(&arch, &MoeLayer::default()).unwrap();
-    let bytes = binary::to_bytes(&lt.trace).unwrap();
-    eprintln!("DeepSeek-V3 layer: {} kernels, {} B binary", lt.trace.kernels.len(), bytes.len());
-    assert!(bytes.len() < 2 << 20, "{} B", bytes.len());
-    assert_eq!(lt.counts.len(), 256);
+    for recipe in [MoeRecipe::DeepGemm, MoeRecipe::Fused] {
+        for routing in [Routing::Uniform, Routing::Zipf(1.2)] {
+            let l = MoeLayer { recipe, routing: routing.clone(), ..MoeLayer::default() };
+            let lt = generate_layer(&arch, &l).unwrap();
+            let bytes = binary::to_bytes(&lt.trace).unwrap();
+            let text = gpusim_isa::text::to_string(&lt.trace).unwrap();
+            eprintln!("DeepSeek-V3 layer {recipe:?} {routing}: {} B binary, {} B text", bytes.len(), text.len());
+            assert!(
+                bytes.len() < 2 << 20 && text.len() < 2 << 20,
+                "{recipe:?} {routing}: {} / {} B",
+                bytes.len(),
+                text.len()
+            );
+            assert_eq!(lt.counts.len(), 256);
+        }
+    }
 }
