@@ -144,11 +144,11 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
             format!("{}s", g.name),
             g.groups.len(),
             g.name,
-            g.busiest,
-            g.busiest_share_pct,
-            g.imbalance,
+            g.summary.busiest,
+            g.summary.busiest_share_pct,
+            g.summary.imbalance,
             g.name,
-            g.straggler
+            g.summary.straggler
         );
     }
     for (op, n) in &k.unknown_opcodes {
@@ -232,14 +232,14 @@ pub fn report(r: &Report, source: &str) -> String {
             g.name,
             ids.join(", "),
             g.name,
-            g.busiest,
-            g.busiest_share_pct,
+            g.summary.busiest,
+            g.summary.busiest_share_pct,
             g.groups,
             g.name,
-            g.imbalance,
+            g.summary.imbalance,
             g.name,
-            g.straggler,
-            thousands(g.straggler_end_cycle)
+            g.summary.straggler,
+            thousands(g.summary.straggler_end_cycle)
         );
     }
     let _ = writeln!(

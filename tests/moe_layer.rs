@@ -53,17 +53,17 @@ fn zipf_routing_is_slower_than_uniform_for_the_same_tokens() {
     for &id in &expert_kernels {
         let g = z.kernels[id as usize].groups.as_ref().expect("expert GEMMs group their CTAs by expert");
         assert_eq!(g.name, "expert");
-        assert_eq!(g.busiest, top(&zl), "kernel {id}: {g:?} for counts {:?}", zl.counts);
+        assert_eq!(g.summary.busiest, top(&zl), "kernel {id}: {g:?} for counts {:?}", zl.counts);
         let ctas: u64 = g.groups.iter().map(|x| x.ctas).sum();
         assert_eq!(ctas, z.kernels[id as usize].ctas, "every CTA is in a group");
     }
     let [zs] = &z.cta_groups[..] else { panic!("one grouping: {:?}", z.cta_groups) };
     let [us] = &u.cta_groups[..] else { panic!("one grouping: {:?}", u.cta_groups) };
     assert_eq!(zs.kernels, expert_kernels);
-    assert_eq!(zs.busiest, top(&zl));
+    assert_eq!(zs.summary.busiest, top(&zl));
     assert_eq!(zs.groups, zl.counts.iter().filter(|&&c| c > 0).count() as u64);
-    assert!(zs.imbalance > 2.0 * us.imbalance, "zipf {zs:?} vs uniform {us:?}");
-    assert!(zs.busiest_share_pct > 2.0 * us.busiest_share_pct);
+    assert!(zs.summary.imbalance > 2.0 * us.summary.imbalance, "zipf {zs:?} vs uniform {us:?}");
+    assert!(zs.summary.busiest_share_pct > 2.0 * us.summary.busiest_share_pct);
     // Kernels without CTA groups report none.
     assert!(lt_roles_without_groups(&z, &zl));
 }

@@ -34,18 +34,38 @@ pub struct GroupTimes {
     pub untracked_ctas: u64,
 }
 
+impl GroupTime {
+    fn add(&mut self, o: &GroupTime) {
+        self.ctas += o.ctas;
+        self.cta_cycles += o.cta_cycles;
+        self.first_start = self.first_start.min(o.first_start);
+        self.last_end = self.last_end.max(o.last_end);
+    }
+}
+
 impl GroupTimes {
     /// A CTA of group `g` ran from `start` to `end`. Called once per CTA (not per instruction).
     pub fn record(&mut self, g: i64, start: u64, end: u64) {
-        if !self.by_group.contains_key(&g) && self.by_group.len() >= MAX_GROUPS {
-            self.untracked_ctas += 1;
-            return;
+        self.add(g, &GroupTime { ctas: 1, cta_cycles: end.saturating_sub(start), first_start: start, last_end: end });
+    }
+
+    /// Adds another kernel's groups (the run's summary over the kernels of one grouping).
+    pub fn absorb(&mut self, other: &GroupTimes) {
+        for (&g, t) in &other.by_group {
+            self.add(g, t);
         }
-        let t = self.by_group.entry(g).or_insert(GroupTime { first_start: start, ..GroupTime::default() });
-        t.ctas += 1;
-        t.cta_cycles += end.saturating_sub(start);
-        t.first_start = t.first_start.min(start);
-        t.last_end = t.last_end.max(end);
+        self.untracked_ctas += other.untracked_ctas;
+    }
+
+    fn add(&mut self, g: i64, t: &GroupTime) {
+        let full = self.by_group.len() >= MAX_GROUPS;
+        match self.by_group.get_mut(&g) {
+            Some(e) => e.add(t),
+            None if full => self.untracked_ctas += t.ctas,
+            None => {
+                self.by_group.insert(g, *t);
+            }
+        }
     }
 
     /// The group with the most CTA cycles (on a tie the lowest value).

@@ -7,6 +7,7 @@ use gpusim_configs::{Arch, Hertz};
 use gpusim_isa::UnitClass;
 use serde::Serialize;
 
+use crate::cta_groups::GroupTimes;
 use crate::kernel_run::KernelRun;
 use crate::occupancy::Limiter;
 use crate::sol::{SolInput, SpeedOfLight, speed_of_light};
@@ -132,15 +133,24 @@ pub struct KernelGroups {
     pub name: String,
     /// Every group that ran a CTA, by group value.
     pub groups: Vec<GroupReport>,
-    /// The group with the most CTA cycles, and its share of all groups' CTA cycles (%).
+    #[serde(flatten)]
+    pub summary: Imbalance,
+    /// CTAs of groups past the first `cta_groups::MAX_GROUPS`, not broken down.
+    pub untracked_ctas: u64,
+}
+
+/// How uneven a set of groups was: the busiest and the last to finish.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Imbalance {
+    /// The group with the most CTA cycles, its cycles and their share of all groups' (%).
     pub busiest: i64,
+    pub busiest_cta_cycles: u64,
     pub busiest_share_pct: f64,
     /// The busiest group's CTA cycles over the mean group's (1 = perfectly even).
     pub imbalance: f64,
-    /// The group whose last CTA ended last.
+    /// The group whose last CTA ended last, and when.
     pub straggler: i64,
-    /// CTAs of groups past the first `cta_groups::MAX_GROUPS`, not broken down.
-    pub untracked_ctas: u64,
+    pub straggler_end_cycle: u64,
 }
 
 /// One group of a kernel.
@@ -165,15 +175,8 @@ pub struct GroupSummary {
     pub kernels: Vec<u32>,
     /// Groups that ran a CTA in any of them.
     pub groups: u64,
-    pub busiest: i64,
-    pub busiest_cta_cycles: u64,
-    /// The busiest group's share of every group's CTA cycles in these kernels (%).
-    pub busiest_share_pct: f64,
-    /// The busiest group's CTA cycles over the mean group's.
-    pub imbalance: f64,
-    /// The group whose last CTA ended last, and when.
-    pub straggler: i64,
-    pub straggler_end_cycle: u64,
+    #[serde(flatten)]
+    pub summary: Imbalance,
 }
 
 /// The part of a kernel's run between its ramp-up and its tail: from the first CTA's
@@ -334,15 +337,25 @@ fn pct(part: u64, whole: u64) -> f64 {
     if whole > 0 { 100.0 * part as f64 / whole as f64 } else { 0.0 }
 }
 
-/// Max over mean of per-group cycles (0 when nothing ran).
-fn imbalance(max: u64, total: u64, groups: usize) -> f64 {
-    if total > 0 && groups > 0 { max as f64 * groups as f64 / total as f64 } else { 0.0 }
+fn imbalance(t: &GroupTimes) -> Imbalance {
+    let total = t.total_cta_cycles();
+    let (busiest, bt) = t.busiest().unwrap_or_default();
+    let (straggler, st) = t.straggler().unwrap_or_default();
+    let n = t.by_group.len() as f64;
+    Imbalance {
+        busiest,
+        busiest_cta_cycles: bt.cta_cycles,
+        busiest_share_pct: pct(bt.cta_cycles, total),
+        // Max over mean (0 when nothing ran).
+        imbalance: if total > 0 { bt.cta_cycles as f64 * n / total as f64 } else { 0.0 },
+        straggler,
+        straggler_end_cycle: st.last_end,
+    }
 }
 
 fn kernel_groups(k: &KernelRun) -> Option<KernelGroups> {
     let (g, t) = (k.info.cta_group.as_ref()?, k.groups.as_ref()?);
     let total = t.total_cta_cycles();
-    let (busiest, bt) = t.busiest().unwrap_or_default();
     Some(KernelGroups {
         name: g.name.clone(),
         groups: t
@@ -357,49 +370,27 @@ fn kernel_groups(k: &KernelRun) -> Option<KernelGroups> {
                 last_end_cycle: x.last_end,
             })
             .collect(),
-        busiest,
-        busiest_share_pct: pct(bt.cta_cycles, total),
-        imbalance: imbalance(bt.cta_cycles, total, t.by_group.len()),
-        straggler: t.straggler().map_or(0, |s| s.0),
+        summary: imbalance(t),
         untracked_ctas: t.untracked_ctas,
     })
 }
 
 /// Per group name, the groups summed over the kernels that have that grouping (in name order).
 fn group_summaries(kernels: &[&KernelRun]) -> Vec<GroupSummary> {
-    let mut by_name: BTreeMap<&str, (Vec<u32>, crate::cta_groups::GroupTimes)> = BTreeMap::new();
+    let mut by_name: BTreeMap<&str, (Vec<u32>, GroupTimes)> = BTreeMap::new();
     for k in kernels {
         let (Some(g), Some(t)) = (k.info.cta_group.as_ref(), k.groups.as_ref()) else { continue };
         let (ids, sum) = by_name.entry(g.name.as_str()).or_default();
         ids.push(k.info.id);
-        for (&v, x) in &t.by_group {
-            let e = sum
-                .by_group
-                .entry(v)
-                .or_insert(crate::cta_groups::GroupTime { first_start: x.first_start, ..Default::default() });
-            e.ctas += x.ctas;
-            e.cta_cycles += x.cta_cycles;
-            e.first_start = e.first_start.min(x.first_start);
-            e.last_end = e.last_end.max(x.last_end);
-        }
+        sum.absorb(t);
     }
     by_name
         .into_iter()
-        .map(|(name, (kernels, t))| {
-            let total = t.total_cta_cycles();
-            let (busiest, bt) = t.busiest().unwrap_or_default();
-            let (straggler, st) = t.straggler().unwrap_or_default();
-            GroupSummary {
-                name: name.to_string(),
-                kernels,
-                groups: t.by_group.len() as u64,
-                busiest,
-                busiest_cta_cycles: bt.cta_cycles,
-                busiest_share_pct: pct(bt.cta_cycles, total),
-                imbalance: imbalance(bt.cta_cycles, total, t.by_group.len()),
-                straggler,
-                straggler_end_cycle: st.last_end,
-            }
+        .map(|(name, (kernels, t))| GroupSummary {
+            name: name.to_string(),
+            kernels,
+            groups: t.by_group.len() as u64,
+            summary: imbalance(&t),
         })
         .collect()
 }

@@ -92,20 +92,8 @@ impl Twin {
 /// picks for [`grouped_twin_problem`]. That selection also multicasts A over a 1×2 cluster, picks
 /// more stages and stores through TMA; the twin does none of these, and neither does its recipe.
 pub fn grouped_hopper_twin() -> HopperRecipe {
-    HopperRecipe {
-        cta_m: 128,
-        cta_n: 128,
-        cta_k: 64,
-        stages: 4,
-        consumers: 2,
-        cluster_m: 1,
-        cluster_n: 1,
-        multicast: false,
-        persistent: false,
-        raster_swizzle: 0,
-        split_k: 1,
-        epilogue: Epilogue::Direct,
-    }
+    let Recipe::Hopper(r) = Twin::Hopper.recipe() else { unreachable!("the Hopper twin's recipe is a Hopper recipe") };
+    HopperRecipe { cta_n: 128, ..r }
 }
 
 /// The grouped twin's reference problem: 8 experts of 256 rows each, N = 4096, K = 7168, bf16,
