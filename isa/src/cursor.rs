@@ -30,6 +30,8 @@ pub struct Cursor {
     skip_to: u64,
     skip_step: u32,
     skip_levels: u8,
+    /// [`Program::tile_levels`]: the loop levels whose counters the tile parameters follow.
+    tile_levels: u8,
 }
 
 impl Cursor {
@@ -37,7 +39,26 @@ impl Cursor {
     /// per-CTA parameters.
     pub fn new(prog: &Program, cta: [u32; 3], warp: u32) -> Cursor {
         let params = if prog.params.is_empty() { [0; MAX_PARAMS] } else { prog.eval_params(cta, warp) };
-        Cursor { fixed: [cta[0] as i64, cta[1] as i64, cta[2] as i64, warp as i64], params, ..Cursor::default() }
+        let tile_levels = if prog.params.is_empty() { 0 } else { prog.tile_levels() };
+        Cursor {
+            fixed: [cta[0] as i64, cta[1] as i64, cta[2] as i64, warp as i64],
+            params,
+            tile_levels,
+            ..Cursor::default()
+        }
+    }
+
+    /// Evaluates the tile parameters again after the counter of loop level `d` changed (entered,
+    /// advanced, left or skipped); a no-op unless a parameter follows that level.
+    #[inline]
+    fn level_changed(&mut self, prog: &Program, d: usize) {
+        if self.tile_levels & (1 << d) != 0 {
+            let mut v = self.vars();
+            for (k, p) in prog.params.iter().take(MAX_PARAMS).enumerate() {
+                v[PARAM_BASE + k] = p.eval(&v, &prog.tables);
+            }
+            self.params.copy_from_slice(&v[PARAM_BASE..]);
+        }
     }
 
     /// The parameter values `p0..p7` (unused ones 0).
@@ -62,6 +83,7 @@ impl Cursor {
                         self.frames[d] = LoopFrame { start: self.pc, iter: 0, count };
                         self.depth += 1;
                         self.pc += 1;
+                        self.level_changed(prog, d);
                     }
                 }
                 Step::EndLoop { .. } => {
@@ -79,6 +101,9 @@ impl Cursor {
                             }
                             self.skip_at = 0;
                             self.pc = self.frames[d].start + 1;
+                            if self.tile_levels != 0 {
+                                self.level_changed(prog, self.tile_levels.trailing_zeros() as usize);
+                            }
                             continue;
                         }
                     }
@@ -90,6 +115,7 @@ impl Cursor {
                         self.depth -= 1;
                         self.pc += 1;
                     }
+                    self.level_changed(prog, d);
                 }
             }
         }
@@ -178,7 +204,7 @@ impl Cursor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::{AddrExpr, Inst, ProgramBuilder};
+    use crate::program::{AddrExpr, CtaParam, Inst, ProgramBuilder};
 
     #[test]
     fn walks_nested_loops_and_evaluates_addresses() {
@@ -220,6 +246,48 @@ mod tests {
     /// A two-level nest (3 × 4 flat iterations, each with an inner loop of 2) skipped from flat
     /// iteration 2 to 9: the warp runs iterations 0, 1, 9, 10, 11 with their own loop variables,
     /// and issues what `loop_nest` says it skips fewer instructions.
+    #[test]
+    fn tile_parameters_follow_the_loop_counters() {
+        // A persistent CTA's tiles are cta.x + 2·i0; p0 is each tile's table entry, p1 = 3·p0.
+        let mut b = ProgramBuilder::new("persistent");
+        let t = b.add_table(std::sync::Arc::from(vec![10i64, 20, 30, 40]));
+        let p0 = b
+            .add_param(CtaParam { table: Some(t), ..CtaParam::constant(0).with(Var::CtaX, 1).with(Var::Loop(0), 2) })
+            .unwrap();
+        let p1 = b.add_param(CtaParam::constant(0).with(Var::Param(p0), 3)).unwrap();
+        b.begin_loop(2).unwrap();
+        b.begin_loop(2).unwrap();
+        b.mem_inst(Inst::new(1), AddrExpr::constant(0).with(Var::Param(p1), 1).with(Var::Loop(1), 1), Lanes::Stride(0), 0);
+        b.end_loop().unwrap();
+        b.end_loop().unwrap();
+        b.mem_inst(Inst::new(2), AddrExpr::constant(0).with(Var::Param(p0), 1), Lanes::Stride(0), 0);
+        let p = b.finish().unwrap();
+        assert_eq!(p.tile_levels(), 1);
+        assert!(p.is_tile_param(1) && p.loop_nest(&[0; MAX_PARAMS]).is_none());
+        let mut c = Cursor::new(&p, [1, 0, 0], 0);
+        let mut seen = Vec::new();
+        while let Some(i) = c.peek(&p) {
+            let i = *i;
+            seen.push(c.base_address(&p, &i).unwrap());
+            c.advance();
+        }
+        // Tiles 1 and 3 (entries 20 and 40), inner counter added; after the loop i0 reads 0.
+        assert_eq!(seen, vec![60, 61, 120, 121, 20]);
+    }
+
+    #[test]
+    fn a_trip_count_may_not_follow_loop_counters() {
+        let mut b = ProgramBuilder::new("bad");
+        let k = b.add_param(CtaParam::constant(1).with(Var::Loop(0), 1)).unwrap();
+        b.begin_loop(2).unwrap();
+        b.begin_loop_param(k).unwrap();
+        b.inst(Inst::new(0));
+        b.end_loop().unwrap();
+        b.end_loop().unwrap();
+        let e = b.finish().unwrap_err();
+        assert!(e.contains("follows loop counters"), "{e}");
+    }
+
     #[test]
     fn skips_flat_iterations_of_the_main_nest() {
         let mut b = ProgramBuilder::new("p");

@@ -185,13 +185,20 @@ impl TripCount {
     }
 }
 
-/// A per-CTA parameter `p<k>` of a program, evaluated once per warp when its cursor is created:
+/// A per-CTA parameter `p<k>` of a program, evaluated per warp when its cursor is created:
 ///
-/// 1. `s = offset + Σ coef[v]·v` over `cta.x, cta.y, cta.z, warp` and the *earlier* parameters
-///    `p0..p(k-1)` (wrapping 64-bit arithmetic; loop counters may not appear),
+/// 1. `s = offset + Σ coef[v]·v` over `cta.x, cta.y, cta.z, warp`, the loop counters `i0..i3`
+///    and the *earlier* parameters `p0..p(k-1)` (wrapping 64-bit arithmetic),
 /// 2. `q = floor(s / div)` (toward −∞, `div ≥ 1`),
 /// 3. `c = clamp(q, lo, hi)`,
 /// 4. with a table `t`: `tables[t][clamp(c, 0, len-1)]`, else `c`.
+///
+/// A parameter that uses a loop counter, directly or through an earlier parameter, is a *tile
+/// parameter*: it follows the counters of the loops open at the warp's position (0 for a loop
+/// that is not open) and is evaluated again whenever one of those counters changes. That is how
+/// a persistent kernel's CTA reads per-tile facts (the expert of its `i`-th tile) from a table
+/// indexed by `cta + grid·i`. A loop's trip count may not be a tile parameter
+/// ([`Program::check`]): counts are fixed per CTA, so instruction counts stay closed-form.
 ///
 /// Evaluation never panics, whatever the field values. `min` and `max` of two values follow by
 /// chaining: with `p0 = a` and `p1 = b`, `p2 = p0 - clamp(p0 - p1, 0, ∞)` is `min(a, b)`, and
@@ -199,8 +206,7 @@ impl TripCount {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct CtaParam {
     pub offset: i64,
-    /// Coefficients indexed like [`Var::index`]; only `cta.*`, `warp` and earlier params may be
-    /// non-zero.
+    /// Coefficients indexed like [`Var::index`]; later params may not be non-zero.
     pub coef: [i64; NUM_VARS],
     pub div: i64,
     pub lo: i64,
@@ -226,9 +232,9 @@ impl CtaParam {
         self
     }
 
-    /// Evaluates the parameter; `vars` holds `cta.*`, `warp` and the earlier parameters at their
-    /// [`Var::index`] (other entries are multiplied by their coefficient too, which
-    /// [`Program::check`] requires to be 0).
+    /// Evaluates the parameter; `vars` holds `cta.*`, `warp`, the loop counters and the earlier
+    /// parameters at their [`Var::index`] (later parameters are multiplied by their coefficient
+    /// too, which [`Program::check`] requires to be 0).
     pub fn eval(&self, vars: &[i64; NUM_VARS], tables: &[Arc<[i64]>]) -> i64 {
         let mut s = self.offset;
         for (c, v) in self.coef.iter().zip(vars) {
@@ -249,7 +255,6 @@ impl CtaParam {
                 continue;
             }
             match v {
-                Var::Loop(_) => return Err(format!("p{k} uses loop counter {}", v.name())),
                 Var::Param(j) if j as usize >= k => {
                     return Err(format!("p{k} uses {} which is not defined before it", v.name()));
                 }
@@ -333,6 +338,39 @@ impl Program {
         let mut out = [0i64; MAX_PARAMS];
         out.copy_from_slice(&vars[PARAM_BASE..]);
         out
+    }
+
+    /// The loop levels the tile parameters follow: bit `d` is set when some parameter uses `i<d>`,
+    /// directly or through an earlier parameter ([`CtaParam`]). 0 for most programs.
+    pub fn tile_levels(&self) -> u8 {
+        let mut levels = [0u8; MAX_PARAMS];
+        let mut all = 0u8;
+        for (k, p) in self.params.iter().take(MAX_PARAMS).enumerate() {
+            let mut m = 0u8;
+            for d in 0..MAX_LOOP_DEPTH {
+                if p.coef[Var::Loop(d as u8).index()] != 0 {
+                    m |= 1 << d;
+                }
+            }
+            for (j, lj) in levels.iter().enumerate().take(k) {
+                if p.coef[PARAM_BASE + j] != 0 {
+                    m |= lj;
+                }
+            }
+            levels[k] = m;
+            all |= m;
+        }
+        all
+    }
+
+    /// Whether parameter `p<k>` is a tile parameter (follows loop counters).
+    pub fn is_tile_param(&self, k: usize) -> bool {
+        let mut tile = [false; MAX_PARAMS];
+        for (i, p) in self.params.iter().take(MAX_PARAMS).enumerate() {
+            tile[i] = (0..MAX_LOOP_DEPTH).any(|d| p.coef[Var::Loop(d as u8).index()] != 0)
+                || (0..i).any(|j| tile[j] && p.coef[PARAM_BASE + j] != 0);
+        }
+        tile.get(k).copied().unwrap_or(false)
     }
 
     /// Whether some loop's trip count depends on a parameter.
@@ -425,6 +463,11 @@ impl Program {
     /// flat iterations ([`Cursor::skip_iterations`]) and counts what they would have issued
     /// ([`Program::for_each_in_nest_body`]).
     pub fn loop_nest(&self, params: &[i64; MAX_PARAMS]) -> Option<LoopNest> {
+        // Iterations of a program with tile parameters differ by design (another tile's table
+        // entries): none may stand for another.
+        if self.tile_levels() != 0 {
+            return None;
+        }
         let mut before = 0u64;
         let mut i = 0usize;
         while i < self.steps.len() {
@@ -538,10 +581,15 @@ impl Program {
         for (i, s) in self.steps.iter().enumerate() {
             match *s {
                 Step::Loop { end, count } => {
-                    if let TripCount::Param(k) = count
-                        && k as usize >= self.params.len()
-                    {
-                        return Err(format!("step {i}: loop count uses undefined parameter p{k}"));
+                    if let TripCount::Param(k) = count {
+                        if k as usize >= self.params.len() {
+                            return Err(format!("step {i}: loop count uses undefined parameter p{k}"));
+                        }
+                        if self.is_tile_param(k as usize) {
+                            return Err(format!(
+                                "step {i}: loop count p{k} follows loop counters (a trip count is fixed per CTA)"
+                            ));
+                        }
                     }
                     stack.push(i);
                     if stack.len() > MAX_LOOP_DEPTH {

@@ -179,12 +179,14 @@ fn min_and_max_by_chaining() {
 fn builder_and_check_reject_bad_params() {
     let mut b = gpusim_isa::ProgramBuilder::new("b");
     assert!(b.add_param(CtaParam::constant(0).with(Var::Param(0), 1)).unwrap_err().contains("not defined"));
-    assert!(b.add_param(CtaParam::constant(0).with(Var::Loop(0), 1)).unwrap_err().contains("loop counter"));
+    // A tile parameter (one that follows a loop counter) is fine; it may not be a trip count.
+    let tile = b.add_param(CtaParam::constant(0).with(Var::Loop(0), 1)).unwrap();
+    assert_eq!(tile, 0);
     assert!(b.add_param(CtaParam { div: 0, ..CtaParam::constant(0) }).unwrap_err().contains("divisor"));
     assert!(b.add_param(CtaParam { lo: 1, hi: 0, ..CtaParam::constant(0) }).unwrap_err().contains("empty"));
     assert!(b.add_param(CtaParam { table: Some(0), ..CtaParam::constant(0) }).unwrap_err().contains("table"));
-    assert!(b.begin_loop_param(0).is_err());
-    for _ in 0..MAX_PARAMS {
+    assert!(b.begin_loop_param(1).is_err());
+    for _ in 1..MAX_PARAMS {
         b.add_param(CtaParam::constant(1)).unwrap();
     }
     assert!(b.add_param(CtaParam::constant(1)).unwrap_err().contains("more than 8"));
@@ -210,7 +212,7 @@ fn param_syntax_errors_name_line_and_column() {
     text_err("    param p0 = cta.x / 0\n", 6, 22, "at least 1");
     text_err("    param p0 = clamp(cta.x, 5, 2)\n", 6, 32, "empty");
     text_err("    param p0 = cta.q\n", 6, 16, "unknown variable");
-    text_err("    param p0 = i0\n", 6, 16, "loop counter");
+    text_err("    param p0 = i0\n    loop p0\n    EXIT\n    end\n", 5, 1, "follows loop counters");
     text_err("    param p0 = 1 2\n", 6, 18, "unexpected text");
     text_err("    loop p0\n    end\n", 6, 10, "not a defined parameter");
     text_err("    table t = 1 x\n", 6, 17, "bad table entry");

@@ -131,7 +131,6 @@ impl P<'_> {
             _ => {
                 let w = self.word().to_string();
                 match Var::from_name(&w) {
-                    Some(Var::Loop(_)) => Err((st, format!("loop counter `{w}` cannot be used in a parameter"))),
                     Some(Var::Param(k)) if k as usize >= self.defined => {
                         Err((st, format!("`{w}` is used before it is defined (parameters are defined in order)")))
                     }
