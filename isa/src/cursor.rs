@@ -49,7 +49,7 @@ impl Cursor {
     }
 
     /// Evaluates the tile parameters again after the counter of loop level `d` changed (entered,
-    /// advanced, left or skipped); a no-op unless a parameter follows that level.
+    /// advanced or skipped); a no-op unless a parameter follows that level.
     #[inline]
     fn level_changed(&mut self, prog: &Program, d: usize) {
         if self.tile_levels & (1 << d) != 0 {
@@ -111,11 +111,13 @@ impl Cursor {
                     f.iter += 1;
                     if f.iter < f.count {
                         self.pc = f.start + 1;
+                        self.level_changed(prog, d);
                     } else {
+                        // Leaving the loop: its tile parameters keep their last iteration's
+                        // values.
                         self.depth -= 1;
                         self.pc += 1;
                     }
-                    self.level_changed(prog, d);
                 }
             }
         }
@@ -257,7 +259,12 @@ mod tests {
         let p1 = b.add_param(CtaParam::constant(0).with(Var::Param(p0), 3)).unwrap();
         b.begin_loop(2).unwrap();
         b.begin_loop(2).unwrap();
-        b.mem_inst(Inst::new(1), AddrExpr::constant(0).with(Var::Param(p1), 1).with(Var::Loop(1), 1), Lanes::Stride(0), 0);
+        b.mem_inst(
+            Inst::new(1),
+            AddrExpr::constant(0).with(Var::Param(p1), 1).with(Var::Loop(1), 1),
+            Lanes::Stride(0),
+            0,
+        );
         b.end_loop().unwrap();
         b.end_loop().unwrap();
         b.mem_inst(Inst::new(2), AddrExpr::constant(0).with(Var::Param(p0), 1), Lanes::Stride(0), 0);
@@ -271,8 +278,9 @@ mod tests {
             seen.push(c.base_address(&p, &i).unwrap());
             c.advance();
         }
-        // Tiles 1 and 3 (entries 20 and 40), inner counter added; after the loop i0 reads 0.
-        assert_eq!(seen, vec![60, 61, 120, 121, 20]);
+        // Tiles 1 and 3 (entries 20 and 40), inner counter added; after the loop p0 keeps its
+        // last tile's value.
+        assert_eq!(seen, vec![60, 61, 120, 121, 40]);
     }
 
     #[test]

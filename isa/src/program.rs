@@ -194,8 +194,9 @@ impl TripCount {
 /// 4. with a table `t`: `tables[t][clamp(c, 0, len-1)]`, else `c`.
 ///
 /// A parameter that uses a loop counter, directly or through an earlier parameter, is a *tile
-/// parameter*: it follows the counters of the loops open at the warp's position (0 for a loop
-/// that is not open) and is evaluated again whenever one of those counters changes. That is how
+/// parameter*: it is evaluated again whenever the warp enters a loop whose counter it uses, or
+/// moves to that loop's next iteration, with the counters of the loops then open (0 for a loop
+/// that is not); after the loop ends it keeps its last iteration's value. That is how
 /// a persistent kernel's CTA reads per-tile facts (the expert of its `i`-th tile) from a table
 /// indexed by `cta + grid·i`. A loop's trip count may not be a tile parameter
 /// ([`Program::check`]): counts are fixed per CTA, so instruction counts stay closed-form.

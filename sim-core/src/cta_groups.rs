@@ -4,7 +4,12 @@
 //! A CTA's time is from its launch on an SM to its retirement. Summed per group, it is the work
 //! the group cost the SMs: the busiest group's share of it, and its ratio to the mean, say how
 //! uneven the routing made the kernel. The group whose last CTA ended last is the kernel's
-//! straggler. Sampled kernels (`--sample`) skip CTAs: their group times cover the CTAs that ran
+//! straggler. In a persistent kernel, whose CTAs walk tiles of several groups (its group is a
+//! tile parameter, `gpusim_isa::CtaParam`), the unit is a tile instead: from the cycle warp 0
+//! moved to the tile (the CTA's launch for its first) to the cycle it moved to the next tile of
+//! another group (or the CTA retired), so a group's `ctas` counts the runs of its tiles. Warp 0 is
+//! the producer in a warp-specialised kernel: it runs a few stages ahead of the math, so a tile's
+//! span is shifted by the pipeline depth, not shortened. Sampled kernels (`--sample`) skip CTAs: their group times cover the CTAs that ran
 //! in detail only, and the report says the kernel was sampled.
 
 use std::collections::BTreeMap;

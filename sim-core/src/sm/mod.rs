@@ -79,9 +79,12 @@ pub(crate) struct CtaSlot {
     threads: u32,
     mbars: Vec<mbarrier::Mbar>,
     mbar_waiters: Vec<mbarrier::MbarWaiter>,
-    /// Cycle the CTA launched, and its group (`KernelInfo::cta_group`; 0 without one).
+    /// Cycle the CTA launched, and its group (`KernelInfo::cta_group`; 0 without one). When the
+    /// group is a tile parameter (a persistent kernel's per-tile expert), `started` is where the
+    /// current tile began and `group` its value: warp 0 records a tile each time it changes.
     started: u64,
     group: i64,
+    tile_group: bool,
 }
 
 /// Bytes of a multicast copy for other CTAs of a cluster: the engine delivers them to the
@@ -337,11 +340,14 @@ impl Sm {
             }
         }
         c.started = now;
-        c.group = match (&k.info.cta_group, c.slots.first()) {
+        (c.group, c.tile_group) = match (&k.info.cta_group, c.slots.first()) {
             (Some(g), Some(&s0)) => {
-                self.w.cursor[s0 as usize].params()[g.param as usize % gpusim_isa::program::MAX_PARAMS]
+                let p = g.param as usize % gpusim_isa::program::MAX_PARAMS;
+                let s0 = s0 as usize;
+                let tile = self.w.program[s0].as_deref().is_some_and(|prog| prog.is_tile_param(p));
+                (self.w.cursor[s0].params()[p], tile)
             }
-            _ => 0,
+            _ => (0, false),
         };
         self.ctas[slot_c] = c;
         self.wake_at = self.wake_at.min(now);
@@ -350,6 +356,21 @@ impl Sm {
             self.exit_warp(slot as usize, now, k, done);
         }
         slot_c as u16
+    }
+
+    /// Warp 0 of a CTA whose group is a tile parameter moved on: when the group changed, the
+    /// tile that ended is recorded and the next one begins now.
+    #[cold]
+    pub(super) fn tile_group_moved(&mut self, s: usize, now: u64, k: &mut KernelRun) {
+        let c = &mut self.ctas[self.w.cta_slot[s] as usize];
+        let Some(g) = &k.info.cta_group else { return };
+        let v = self.w.cursor[s].params()[g.param as usize % gpusim_isa::program::MAX_PARAMS];
+        if v != c.group {
+            if let Some(t) = k.groups.as_mut() {
+                t.record(c.group, c.started, now);
+            }
+            (c.group, c.started) = (v, now);
+        }
     }
 
     /// Frees the resources of a finished CTA (called by the engine at `done.at`).

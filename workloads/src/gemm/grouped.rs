@@ -13,14 +13,18 @@
 //!   wasted is exactly `Σ (⌈valid/BLOCK_M⌉·BLOCK_M − valid)` rows.
 //!
 //! The kernel is the Hopper recipe ([`super::HopperRecipe`], fp8 block-scaled with its 1×128 /
-//! 128×128 scales and FFMA promotion, or bf16) with its grouped form (`hopper::Grouping`): one CTA
-//! per tile in the scheduler's order, the expert and whether the tile computes read per CTA from
-//! tables (the isa's `CtaParam`), so the trace holds one producer and one consumer program
-//! whatever the groups. Simulator convention: DeepGEMM's grid is persistent (one CTA per SM
-//! walking the tiles); here each tile is a CTA and the engine hands tiles to SMs in the same
-//! order, so a tile's pipeline fill is not overlapped with the previous tile's epilogue, and an
-//! idle masked tile costs a CTA launch (barrier set-up and exit) where DeepGEMM's scheduler skips
-//! it. Half-tiles whose rows are all padding are computed in full (DeepGEMM skips their math).
+//! 128×128 scales and FFMA promotion, or bf16) with its grouped form (`hopper::Grouping`). As
+//! DeepGEMM's, the grid is persistent: one CTA per SM (rounded down to whole clusters), CTA `c`
+//! of `G` taking tiles `c, c + G, c + 2G, ...` of the scheduler's list ([`GroupedProblem::tiles`]:
+//! the computing m-blocks × n-blocks, swizzled in groups of 16 along n when A is multicast, else
+//! along m; a masked group's tiles past its valid rows are not in the list, as DeepGEMM's
+//! scheduler skips them). Each tile's expert, m-block and n-block are *tile parameters* read
+//! from tables (the isa's `CtaParam` following the tile loop's counter), so the trace holds one
+//! producer and one consumer program whatever the groups, and the producer loads the next tile's
+//! stages while the consumers run the previous tile's epilogue. Half-tiles whose rows are all
+//! padding are computed in full (DeepGEMM skips their math). With `persistent = false` the
+//! recipe runs one CTA per tile instead (the CUDA twin's form), the expert and whether the tile
+//! computes read per CTA.
 //!
 //! The block selection is DeepGEMM's ([`super::deepgemm_recipe`]): contiguous fixes BLOCK_M to the
 //! alignment (128), masked picks 64 or 128 for the expected rows per group; multicast only on A.
@@ -152,6 +156,55 @@ impl GroupedProblem {
         }
     }
 
+    /// The persistent scheduler's tiles, in order, for m-blocks of `bm` rows and `tn` n-blocks:
+    /// per segment (the whole launch for contiguous, each group for masked) its computing
+    /// m-blocks × n-blocks, swizzled as DeepGEMM's `get_swizzled_block_idx` in groups of 16
+    /// blocks along n when A is multicast (so the two CTAs of a cluster, consecutive tiles, share
+    /// an m-block), else along m. A multicast list of odd length repeats its last tile, so both
+    /// CTAs of every cluster run as many tiles (the real kernel's peer loads an out-of-bounds box
+    /// and skips the math; here it computes).
+    pub(crate) fn tiles(&self, bm: u64, tn: u64, multicast_a: bool) -> hopper::GroupTiles {
+        const PER_GROUP: u64 = 16;
+        let (expert, active) = self.block_tables(bm);
+        let mut segments: Vec<Vec<u64>> = Vec::new();
+        let mut last = None;
+        for (b, (&e, &a)) in expert.iter().zip(&active).enumerate() {
+            if a == 0 {
+                continue;
+            }
+            if self.layout == Layout::Contiguous && !segments.is_empty() || last == Some(e) {
+                segments.last_mut().expect("a segment is open").push(b as u64);
+            } else {
+                segments.push(vec![b as u64]);
+            }
+            last = Some(e);
+        }
+        let (mut te, mut tm, mut tnv) = (Vec::new(), Vec::new(), Vec::new());
+        for seg in &segments {
+            let nm = seg.len() as u64;
+            let (np, ns) = if multicast_a { (tn, nm) } else { (nm, tn) };
+            for block in 0..nm * tn {
+                let per = ns * PER_GROUP;
+                let first = block / per * PER_GROUP;
+                let in_group = block % per;
+                let width = PER_GROUP.min(np - first);
+                let (prim, sec) = (first + in_group % width, in_group / width);
+                let (mi, ni) = if multicast_a { (sec, prim) } else { (prim, sec) };
+                let mb = seg[mi as usize];
+                te.push(expert[mb as usize]);
+                tm.push(mb as i64);
+                tnv.push(ni as i64);
+            }
+        }
+        if multicast_a && te.len() % 2 == 1 {
+            let k = te.len() - 1;
+            te.push(te[k]);
+            tm.push(tm[k]);
+            tnv.push(tnv[k]);
+        }
+        hopper::GroupTiles { expert: Arc::from(te), m: Arc::from(tm), n: Arc::from(tnv) }
+    }
+
     /// The expert and whether it computes, per m-block of `bm` rows.
     fn block_tables(&self, bm: u64) -> (Vec<i64>, Vec<i64>) {
         let (mut expert, mut active) = (Vec::new(), Vec::new());
@@ -197,7 +250,7 @@ pub fn grouped_recipe(arch: &Arch, p: &GroupedProblem) -> HopperRecipe {
     let rule = MulticastRule::OnlyA { even_n_blocks: p.layout == Layout::Masked };
     // bf16: the same selection with 64-element k-blocks (128 bytes, the recipe's bf16 stage).
     let mut r = deepgemm_recipe(arch, &p.dense(bms[0] as u64), bms, &blocks, hint, rule);
-    r.persistent = false;
+    r.persistent = true;
     r.split_k = 1;
     r.epilogue = Epilogue::TmaStore;
     r
@@ -220,8 +273,14 @@ pub fn generate_grouped(arch: &Arch, p: &GroupedProblem, r: &HopperRecipe) -> Re
     let padded = (tm.div_ceil(gx) * gx) as usize;
     expert.resize(padded, 0);
     active.resize(padded, 0);
-    let grouping =
-        Grouping { groups: p.groups(), expert: Arc::from(expert), active: Arc::from(active), layout: p.layout.name() };
+    let tiles = r.persistent.then(|| p.tiles(bm, dense.n.div_ceil(r.cta_n as u64), r.multicast && r.cluster_n > 1));
+    let grouping = Grouping {
+        groups: p.groups(),
+        expert: Arc::from(expert),
+        active: Arc::from(active),
+        tiles,
+        layout: p.layout.name(),
+    };
     let pl = hopper::plan_grouped(arch, &dense, r, Some(grouping))?;
     hopper::generate_plan(&dense, r, pl)
 }

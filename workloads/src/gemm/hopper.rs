@@ -67,8 +67,19 @@ pub(crate) struct Grouping {
     pub expert: Arc<[i64]>,
     /// 1 for an m-block that computes, 0 for padding (same length).
     pub active: Arc<[i64]>,
+    /// The persistent form's tiles in the scheduler's order (`None`: one CTA per m-block).
+    pub tiles: Option<GroupTiles>,
     /// A short name for the kernel (`contiguous`, `masked`).
     pub layout: &'static str,
+}
+
+/// The tiles of a persistent grouped GEMM in the order its CTAs take them (CTA `c` of `G` runs
+/// tiles `c, c + G, ...`): each tile's expert, m-block and n-block (same lengths, ≥ 1).
+#[derive(Clone, Debug)]
+pub(crate) struct GroupTiles {
+    pub expert: Arc<[i64]>,
+    pub m: Arc<[i64]>,
+    pub n: Arc<[i64]>,
 }
 
 fn mma_name(d: Dtype, n: u64) -> String {
@@ -202,7 +213,13 @@ pub(crate) fn plan_grouped(
         return Err(format!("no {cm}x{cn} cluster fits in a GPC of {}", arch.name));
     }
     let (gxmax, gymax) = (round_up(g.tm, cm), round_up(g.tn, cn));
-    let (gx, gy, gz) = if grouping.is_some() {
+    let (gx, gy, gz) = if let Some(tiles) = grouping.as_ref().and_then(|gr| gr.tiles.as_ref()) {
+        // One CTA per SM the kernel can hold at once, in whole clusters along y, at most one per
+        // tile (pairs of tiles under multicast).
+        let t = tiles.m.len() as u64;
+        let ctas = (gmax.min(round_up(t, cn)) / cn).max(1);
+        (ctas, cn, 1)
+    } else if grouping.is_some() {
         let gx = g.tm.min(16);
         (gx, gymax, g.tm.div_ceil(gx))
     } else if !rc.persistent {
@@ -231,12 +248,15 @@ pub(crate) fn plan_grouped(
         best.map(|(_, d)| d)
             .ok_or_else(|| format!("raster_swizzle = {} leaves no room for a wave", rc.raster_swizzle))?
     };
-    let waves = if grouping.is_some() {
+    let waves = if let Some(tiles) = grouping.as_ref().and_then(|gr| gr.tiles.as_ref()) {
+        (tiles.m.len() as u64).div_ceil(gx * gy)
+    } else if grouping.is_some() {
         (gx * gy * gz).div_ceil(gmax)
     } else {
         g.tm.div_ceil(gx) * g.tn.div_ceil(gy) * g.z.div_ceil(gz)
     };
     if let Some(gr) = &grouping
+        && gr.tiles.is_none()
         && (gr.expert.len() as u64) < gx * gz
     {
         return Err(format!("{} expert entries for {} m-blocks", gr.expert.len(), gx * gz));
@@ -360,7 +380,7 @@ pub(crate) fn generate_plan(p: &GemmProblem, rc: &HopperRecipe, pl: Plan) -> Res
     if pl.multicast {
         name.push_str("_multicast");
     }
-    if rc.persistent && pl.grouping.is_none() {
+    if rc.persistent {
         name.push_str("_persistent");
     }
     if pl.g.split > 1 {
@@ -408,6 +428,40 @@ fn iterations(c: &mut Code, start: u64, end: u64, s: u64, body: &mut dyn FnMut(&
 fn tile_loops(c: &mut Code, pl: &Plan, counts: Counts, body: &mut dyn FnMut(&mut Code, &Tile)) {
     let (cz, cnn, cmm) = counts;
     if cz == 0 || cnn == 0 || cmm == 0 {
+        return;
+    }
+    if let Some(tiles) = pl.grouping.as_ref().and_then(|gr| gr.tiles.as_ref()) {
+        // Persistent: CTA c = cta.x·gy + cta.y of G runs tiles c + G·i0 (the tile loop is the
+        // program's outermost loop, i0); each tile's expert (p0, the kernel's CTA group),
+        // m-block and n-block are tile parameters.
+        let (gy, grid) = (pl.gy as i64, (pl.gx * pl.gy) as i64);
+        let at = |c: &mut Code, t: &Arc<[i64]>| {
+            let table = Some(c.table(t.clone()));
+            c.param(CtaParam {
+                table,
+                ..CtaParam::constant(0).with(Var::CtaX, gy).with(Var::CtaY, 1).with(Var::Loop(0), grid)
+            })
+        };
+        let expert = at(c, &tiles.expert);
+        let mb = at(c, &tiles.m);
+        let nb = at(c, &tiles.n);
+        // Its tile count ⌈(T − c)/G⌉; a multicast cluster's CTAs all run rank 0's count (the
+        // list has an even length, so the counts agree).
+        let rank_y = if pl.multicast { 0 } else { -1 };
+        let n = c.param(CtaParam {
+            div: grid,
+            lo: 0,
+            ..CtaParam::constant(tiles.m.len() as i64 + grid - 1).with(Var::CtaX, -gy).with(Var::CtaY, rank_y)
+        });
+        let t = Tile {
+            mt: Affine::konst(0).with(mb, 1),
+            nt: Affine::konst(0).with(nb, 1),
+            z: Affine::konst(0),
+            expert: Some(expert),
+        };
+        c.begin_param(n);
+        body(c, &t);
+        c.end();
         return;
     }
     if let Some(gr) = &pl.grouping {
