@@ -5,11 +5,11 @@
 //! the group cost the SMs: the busiest group's share of it, and its ratio to the mean, say how
 //! uneven the routing made the kernel. The group whose last CTA ended last is the kernel's
 //! straggler. In a persistent kernel, whose CTAs walk tiles of several groups (its group is a
-//! tile parameter, `gpusim_isa::CtaParam`), the unit is a tile instead: from the cycle warp 0
-//! moved to the tile (the CTA's launch for its first) to the cycle it moved to the next tile of
-//! another group (or the CTA retired), so a group's `ctas` counts the runs of its tiles. Warp 0 is
-//! the producer in a warp-specialised kernel: it runs a few stages ahead of the math, so a tile's
-//! span is shifted by the pipeline depth, not shortened. Sampled kernels (`--sample`) skip CTAs: their group times cover the CTAs that ran
+//! tile parameter, `gpusim_isa::CtaParam`), the unit is a run of tiles of one group instead: from
+//! the cycle the CTA's last warp moved to the run's first tile (the CTA's launch for its first)
+//! to the cycle it moved to another group's tile (or the CTA retired), so a group's `ctas` counts
+//! its runs. The last warp is a math warp in a warp-specialised kernel; the producer (warp 0)
+//! runs up to a whole pipeline ahead, which for short-K tiles is most of a tile. Sampled kernels (`--sample`) skip CTAs: their group times cover the CTAs that ran
 //! in detail only, and the report says the kernel was sampled.
 
 use std::collections::BTreeMap;

@@ -44,28 +44,65 @@ fn contiguous_grouped_gemm_computes_every_expert_with_its_own_b() {
     let p = grouped(vec![256, 384, 0, 128], 1024, 512, Layout::Contiguous, Dtype::Fp8);
     let r = grouped_recipe(&arch, &p);
     assert_eq!((r.cta_m, r.split_k, r.cluster_m), (128, 1, 1), "{r:?}");
+    assert!(r.persistent, "DeepGEMM's grouped GEMMs are persistent");
     let t = generate_grouped(&arch, &p, &r).unwrap();
     assert_eq!(t.kernels.len(), 1);
     let k = &t.kernels[0];
     k.check().unwrap();
-    // 6 m-blocks (the empty group has none) in one swizzle group of 16 along x.
-    assert_eq!((k.info.grid.x, k.info.grid.z), (6, 1));
-    let np = 1024u64.div_ceil(r.cta_n as u64) * r.cta_n as u64;
+    let tn = 1024u64.div_ceil(r.cta_n as u64);
+    let np = tn * r.cta_n as u64;
     assert_eq!(tensor_flops(&t), 2 * 768 * np * 512);
     assert_eq!(computed_rows(&p, &r), 768);
     assert_eq!(p.flops(), 2 * 768 * 1024 * 512);
-    // The producer's expert parameter: m-blocks 0-1 expert 0, 2-4 expert 1, 5 expert 3.
+    // m-blocks 0-1 are expert 0, 2-4 expert 1, 5 expert 3 (the empty group has none).
+    let want = [0i64, 0, 1, 1, 1, 3];
+    // Persistent: at most one CTA per SM, in whole clusters, each walking tiles c, c + G, ...
+    let ctas = k.info.num_ctas();
+    assert!(ctas <= arch.sm.count as u64 && ctas.is_multiple_of(r.cluster_n as u64), "{ctas} CTAs");
     let producer = k.cta(0).warps[0].clone();
-    let want = [0, 0, 1, 1, 1, 3];
-    for (x, e) in want.iter().enumerate() {
-        let params = producer.eval_params([x as u32, 0, 0], 0);
-        assert_eq!((params[0], params[1]), (*e, 1), "m-block {x}");
+    let [expert, mb, nb] = [0, 1, 2].map(|i| producer.tables[i].clone());
+    // The tile list covers every (m-block, n-block) once, each with its m-block's expert.
+    let mut seen: Vec<(i64, i64)> = mb.iter().copied().zip(nb.iter().copied()).collect();
+    for (t, (&m, &e)) in mb.iter().zip(expert.iter()).enumerate() {
+        assert_eq!(e, want[m as usize], "tile {t}");
     }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len() as u64, 6 * tn);
+    assert_eq!(mb.len() as u64, 6 * tn + (r.multicast && (6 * tn) % 2 == 1) as u64);
+    // Each CTA's tile count is ⌈(tiles − c)/G⌉: the tiles are shared out exactly.
+    let runs: u64 = (0..ctas).map(|c| producer_tiles(k, c)).sum();
+    assert_eq!(runs, mb.len() as u64);
     let uses_expert = producer.exprs.iter().any(|e| e.coef[Var::Param(0).index()] != 0);
     assert!(uses_expert, "B's address depends on the expert");
     // Round trip through both formats.
     assert_eq!(text::read_trace("g.trace", &text::to_string(&t).unwrap()).unwrap(), t);
     assert_eq!(binary::read_trace("g.gtb", &binary::to_bytes(&t).unwrap()).unwrap(), t);
+
+    // One CTA per tile (`persistent = false`, the CUDA twin's form): grid (m-blocks in swizzle
+    // groups of 16, n-blocks, groups of 16), expert and activity read per CTA.
+    let r1 = HopperRecipe { persistent: false, ..r };
+    let t = generate_grouped(&arch, &p, &r1).unwrap();
+    let k = &t.kernels[0];
+    assert_eq!((k.info.grid.x, k.info.grid.z), (6, 1));
+    assert_eq!(tensor_flops(&t), 2 * 768 * np * 512);
+    let producer = k.cta(0).warps[0].clone();
+    for (x, e) in want.iter().enumerate() {
+        let params = producer.eval_params([x as u32, 0, 0], 0);
+        assert_eq!((params[0], params[1]), (*e, 1), "m-block {x}");
+    }
+}
+
+/// Tiles CTA `c` (linear) of a persistent grouped kernel runs: its tile loop's trip count.
+fn producer_tiles(k: &gpusim_isa::KernelTrace, c: u64) -> u64 {
+    let coord = k.info.grid.unlinear(c);
+    let prog = k.cta(c).warps[0].clone();
+    let params = prog.eval_params(coord.as_array(), 0);
+    let step = prog.steps.iter().find_map(|s| match s {
+        gpusim_isa::Step::Loop { count, .. } => Some(*count),
+        _ => None,
+    });
+    step.map_or(0, |n| n.resolve(&params) as u64)
 }
 
 #[test]
@@ -76,14 +113,22 @@ fn masked_layout_wastes_exactly_the_padding_it_should() {
     let p = GroupedProblem { capacity: 512, ..grouped(valid.clone(), n, k, Layout::Masked, Dtype::Fp8) };
     for bm in [64u32, 128] {
         let r = HopperRecipe { cta_m: bm, consumers: bm / 64, ..grouped_recipe(&arch, &p) };
+        let np = n.div_ceil(r.cta_n as u64) * r.cta_n as u64;
+        let rows: u64 = valid.iter().map(|&v| v.div_ceil(bm as u64) * bm as u64).sum();
+        // Persistent: the scheduler's tiles are the valid m-blocks' only.
         let t = generate_grouped(&arch, &p, &r).unwrap();
         let kt = &t.kernels[0];
-        let np = n.div_ceil(r.cta_n as u64) * r.cta_n as u64;
-        // The launch is sized for the capacity: every group's 512 rows.
+        let tiles = kt.cta(0).warps[0].tables[1].len() as u64;
+        assert_eq!(tiles, rows / bm as u64 * (np / r.cta_n as u64), "BLOCK_M {bm}");
+        assert_eq!(tensor_flops(&t), 2 * rows * np * k, "BLOCK_M {bm}");
+        // One CTA per tile: the launch is sized for the capacity (every group's 512 rows) and
+        // the CTAs past a group's valid rows do no work.
+        let r = HopperRecipe { persistent: false, ..r };
+        let t = generate_grouped(&arch, &p, &r).unwrap();
+        let kt = &t.kernels[0];
         let m_blocks = 5 * 512 / bm as u64;
         assert_eq!(kt.info.num_ctas(), m_blocks.div_ceil(16) * 16 * np / r.cta_n as u64, "BLOCK_M {bm}");
         // Computed: each group's valid rows rounded up to whole m-blocks, nothing more.
-        let rows: u64 = valid.iter().map(|&v| v.div_ceil(bm as u64) * bm as u64).sum();
         assert_eq!(computed_rows(&p, &r), rows);
         assert_eq!(tensor_flops(&t), 2 * rows * np * k, "BLOCK_M {bm}");
         let padding = rows - valid.iter().sum::<u64>();

@@ -314,7 +314,8 @@ impl Sm {
         let prog = self.w.program[s].as_deref().expect("running warp has a program");
         let next = self.w.cursor[s].peek(prog).copied();
         self.w.next[s] = next;
-        if self.w.warp_in_cta[s] == 0 && self.ctas[self.w.cta_slot[s] as usize].tile_group {
+        let c = &self.ctas[self.w.cta_slot[s] as usize];
+        if c.tile_group && self.w.warp_in_cta[s] == c.group_warp {
             self.tile_group_moved(s, now, k);
         }
         let Some(inst) = next else {

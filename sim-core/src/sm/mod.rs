@@ -81,10 +81,13 @@ pub(crate) struct CtaSlot {
     mbar_waiters: Vec<mbarrier::MbarWaiter>,
     /// Cycle the CTA launched, and its group (`KernelInfo::cta_group`; 0 without one). When the
     /// group is a tile parameter (a persistent kernel's per-tile expert), `started` is where the
-    /// current tile began and `group` its value: warp 0 records a tile each time it changes.
+    /// current run of tiles began and `group` its value: the CTA's last warp (`group_warp`)
+    /// records the run each time its value changes. The last warp, because in a
+    /// warp-specialised kernel it is a math warp: the producer (warp 0) runs a pipeline ahead.
     started: u64,
     group: i64,
     tile_group: bool,
+    group_warp: u32,
 }
 
 /// Bytes of a multicast copy for other CTAs of a cluster: the engine delivers them to the
@@ -340,15 +343,17 @@ impl Sm {
             }
         }
         c.started = now;
-        (c.group, c.tile_group) = match (&k.info.cta_group, c.slots.first()) {
-            (Some(g), Some(&s0)) => {
+        (c.group, c.tile_group) = match (&k.info.cta_group, c.slots.first(), c.slots.last()) {
+            (Some(g), Some(&s0), Some(&sl)) => {
                 let p = g.param as usize % gpusim_isa::program::MAX_PARAMS;
-                let s0 = s0 as usize;
-                let tile = self.w.program[s0].as_deref().is_some_and(|prog| prog.is_tile_param(p));
-                (self.w.cursor[s0].params()[p], tile)
+                let sl = sl as usize;
+                let tile = self.w.program[sl].as_deref().is_some_and(|prog| prog.is_tile_param(p));
+                let at = if tile { sl } else { s0 as usize };
+                (self.w.cursor[at].params()[p], tile)
             }
             _ => (0, false),
         };
+        c.group_warp = c.slots.len().saturating_sub(1) as u32;
         self.ctas[slot_c] = c;
         self.wake_at = self.wake_at.min(now);
         for slot in empty {
@@ -358,8 +363,8 @@ impl Sm {
         slot_c as u16
     }
 
-    /// Warp 0 of a CTA whose group is a tile parameter moved on: when the group changed, the
-    /// tile that ended is recorded and the next one begins now.
+    /// The group warp of a CTA whose group is a tile parameter moved on: when the group
+    /// changed, the run of tiles that ended is recorded and the next one begins now.
     #[cold]
     pub(super) fn tile_group_moved(&mut self, s: usize, now: u64, k: &mut KernelRun) {
         let c = &mut self.ctas[self.w.cta_slot[s] as usize];
