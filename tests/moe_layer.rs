@@ -54,16 +54,24 @@ fn zipf_routing_is_slower_than_uniform_for_the_same_tokens() {
         let g = z.kernels[id as usize].groups.as_ref().expect("expert GEMMs group their CTAs by expert");
         assert_eq!(g.name, "expert");
         assert_eq!(g.summary.busiest, top(&zl), "kernel {id}: {g:?} for counts {:?}", zl.counts);
-        let ctas: u64 = g.groups.iter().map(|x| x.ctas).sum();
-        assert_eq!(ctas, z.kernels[id as usize].ctas, "every CTA is in a group");
+        // DeepGEMM's grouped GEMMs are persistent: a group's `ctas` counts its runs of tiles
+        // within a CTA, so every CTA has at least one, and no run is shorter than a tile.
+        let runs: u64 = g.groups.iter().map(|x| x.ctas).sum();
+        let tiles = zl.trace.kernels[id as usize].cta(0).warps[0].tables[1].len() as u64;
+        let ctas = z.kernels[id as usize].ctas;
+        assert!(ctas <= runs && runs <= tiles, "kernel {id}: {runs} runs of {tiles} tiles over {ctas} CTAs");
     }
     let [zs] = &z.cta_groups[..] else { panic!("one grouping: {:?}", z.cta_groups) };
     let [us] = &u.cta_groups[..] else { panic!("one grouping: {:?}", u.cta_groups) };
     assert_eq!(zs.kernels, expert_kernels);
     assert_eq!(zs.summary.busiest, top(&zl));
     assert_eq!(zs.groups, zl.counts.iter().filter(|&&c| c > 0).count() as u64);
-    assert!(zs.summary.imbalance > 2.0 * us.summary.imbalance, "zipf {zs:?} vs uniform {us:?}");
-    assert!(zs.summary.busiest_share_pct > 2.0 * us.summary.busiest_share_pct);
+    // The busiest expert has 310 of 1024 rows, 3 of 19 m-blocks (2.5x the mean): in the
+    // persistent kernel its tiles run in the first, fully loaded wave, where a tile takes longer
+    // than in the partial second wave, so its share of the time is about 1.9x the mean against
+    // uniform routing's 1.0x. (One CTA per tile, the recipe before, showed more than 2x.)
+    assert!(zs.summary.imbalance > 1.5 * us.summary.imbalance, "zipf {zs:?} vs uniform {us:?}");
+    assert!(zs.summary.busiest_share_pct > 1.5 * us.summary.busiest_share_pct);
     // Kernels without CTA groups report none.
     assert!(lt_roles_without_groups(&z, &zl));
 }
