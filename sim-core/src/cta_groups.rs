@@ -50,7 +50,12 @@ impl GroupTime {
 
 impl GroupTimes {
     /// A CTA of group `g` ran from `start` to `end`. Called once per CTA (not per instruction).
+    /// A negative group is no group (a CTA with no work, as Triton fused_moe's blocks past the
+    /// padded tokens, whose expert id is −1): it is not recorded.
     pub fn record(&mut self, g: i64, start: u64, end: u64) {
+        if g < 0 {
+            return;
+        }
         self.add(g, &GroupTime { ctas: 1, cta_cycles: end.saturating_sub(start), first_start: start, last_end: end });
     }
 

@@ -47,7 +47,7 @@ pub(crate) struct Plan {
     pub zt: Affine,
 }
 
-fn mma_name(d: Dtype) -> &'static str {
+pub(crate) fn mma_name(d: Dtype) -> &'static str {
     match d {
         Dtype::Bf16 => "HMMA.16816.F32.BF16",
         Dtype::Fp16 => "HMMA.16816.F32",

@@ -82,7 +82,7 @@ pub(crate) struct GroupTiles {
     pub n: Arc<[i64]>,
 }
 
-fn mma_name(d: Dtype, n: u64) -> String {
+pub(crate) fn mma_name(d: Dtype, n: u64) -> String {
     match d {
         Dtype::Bf16 => format!("HGMMA.64x{n}x16.F32.BF16"),
         Dtype::Fp16 => format!("HGMMA.64x{n}x16.F32"),

@@ -118,10 +118,10 @@
 //! `TRY_ALLOC` to 232 (240 for one consumer) take from the CTA's pool, which the simulator
 //! checks (sim-core `sm/regalloc.rs`: a consumer waits for the release).
 
-mod ampere;
+pub(crate) mod ampere;
 pub mod grouped;
 pub mod grouped_params;
-mod hopper;
+pub(crate) mod hopper;
 pub mod params;
 mod reduce;
 mod select;
@@ -631,14 +631,20 @@ pub(crate) struct Regions {
 impl Regions {
     /// Lays out regions of the given sizes one after another, 2 MiB aligned with a 2 MiB gap.
     pub(crate) fn new(sizes: [u64; 5]) -> Regions {
-        let mut at = REGION_BASE;
-        let mut next = |size: u64| {
-            let here = at;
-            at = (at + size).div_ceil(2 << 20) * (2 << 20) + (2 << 20);
-            here
-        };
-        Regions { a: next(sizes[0]), b: next(sizes[1]), c: next(sizes[2]), w: next(sizes[3]), sfa: next(sizes[4]) }
+        let [a, b, c, w, sfa] = lay_out(sizes);
+        Regions { a, b, c, w, sfa }
     }
+}
+
+/// Start addresses of regions of the given sizes laid out one after another from [`REGION_BASE`],
+/// each 2 MiB aligned with a 2 MiB gap (every generated kernel's tensors).
+pub(crate) fn lay_out<const N: usize>(sizes: [u64; N]) -> [u64; N] {
+    let mut at = REGION_BASE;
+    sizes.map(|size| {
+        let here = at;
+        at = (at + size).div_ceil(2 << 20) * (2 << 20) + (2 << 20);
+        here
+    })
 }
 
 /// Problem dimensions in tiles, shared by both styles.

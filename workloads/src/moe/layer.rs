@@ -11,17 +11,16 @@
 //!   A (`T·topk` rows), the expert GEMMs DeepGEMM's M-grouped GEMMs (contiguous, or masked with
 //!   a capacity of the busiest expert), SiLU×up its own kernel (as in DeepSeek's inference code).
 //! - `fused` recipe (vLLM/SGLang Triton `fused_moe`, notes §7): `moe_align_block_size` builds the
-//!   sorted token ids; the expert GEMMs run over token blocks sorted by expert, each block
-//!   reading its expert id from a table, every expert's tokens padded to BLOCK_M (64: vLLM's
-//!   block-FP8 default 64×128×128; also used for bf16), `silu_and_mul` between them, `moe_sum`
-//!   last (the router weights are applied in GEMM2's epilogue: no extra kernel).
+//!   sorted token ids; the expert GEMMs are Triton's `fused_moe_kernel` ([`super::fused_moe`])
+//!   over token blocks sorted by expert, each block reading its expert id from a table, every
+//!   expert's tokens padded to BLOCK_M (vLLM's default configuration unless the layer sets one),
+//!   `silu_and_mul` between them, `moe_sum` last (the router weights are applied in GEMM2's
+//!   epilogue: no extra kernel).
 //!
 //! Simulator conventions: the small kernels are memory streams of the bytes they move
 //! ([`crate::streaming`]). Each kernel's tensors sit in their own 1 TiB window of the address space,
 //! so no kernel hits in L2 on another's data (real layers reuse the activations they just wrote,
-//! a few MB; the expert weights, which dominate, are distinct anyway). The Triton GEMMs are
-//! modelled by the grouped Hopper recipe with the Triton block shape (the real kernel gathers A
-//! rows with masked loads instead of TMA, and compiles to wgmma for BLOCK_M ≥ 64).
+//! a few MB; the expert weights, which dominate, are distinct anyway).
 
 use petgraph::algo::toposort;
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -29,6 +28,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use gpusim_configs::Arch;
 use gpusim_isa::{KernelTrace, Program, Trace};
 
+use super::fused_moe::{FusedMoeGemm, TritonConfig, generate_fused_moe};
 use super::routing::{Routing, expert_counts};
 use crate::gemm::grouped::{GroupedProblem, Layout, generate_grouped, grouped_recipe};
 use crate::gemm::{Dtype, GemmProblem, default_recipe, generate};
@@ -66,6 +66,14 @@ pub struct MoeLayer {
     pub seed: u64,
     /// fp8 (block scaled / w8a8) or bf16.
     pub dtype: Dtype,
+    /// The fused recipe's Triton configuration (`BLOCK_SIZE_M/N/K`, `GROUP_SIZE_M`, `num_warps`,
+    /// `num_stages`); each left 0 takes vLLM's default ([`TritonConfig::vllm_default`]).
+    pub block_m: u64,
+    pub block_n: u64,
+    pub block_k: u64,
+    pub group_size_m: u64,
+    pub num_warps: u64,
+    pub num_stages: u64,
 }
 
 /// The trace of a layer and what it was built from.
@@ -131,6 +139,12 @@ impl MoeLayer {
         if !matches!(self.dtype, Dtype::Fp8 | Dtype::Bf16) {
             return Err(format!("dtype {}: the MoE layer takes fp8 or bf16", self.dtype));
         }
+        let triton = [self.block_m, self.block_n, self.block_k, self.group_size_m, self.num_warps, self.num_stages];
+        if self.recipe == MoeRecipe::DeepGemm && triton.iter().any(|&v| v != 0) {
+            return Err("block_m, block_n, block_k, group_size_m, num_warps and num_stages configure the fused \
+                        recipe's Triton kernel (--recipe fused)"
+                .into());
+        }
         if self.recipe == MoeRecipe::Fused && self.layout == Layout::Masked {
             return Err("the masked layout is DeepGEMM's (--recipe deepgemm)".into());
         }
@@ -138,19 +152,45 @@ impl MoeLayer {
     }
 
     fn grouped(&self, counts: &[u64], n: u64, k: u64) -> GroupedProblem {
-        let (layout, align) = match self.recipe {
-            MoeRecipe::DeepGemm => (self.layout, 0),
-            MoeRecipe::Fused => (Layout::Contiguous, 64),
-        };
         GroupedProblem {
             m: counts.to_vec(),
             n,
             k,
             dtype: self.dtype,
             block_scaled: self.dtype == Dtype::Fp8,
-            layout,
+            layout: self.layout,
             capacity: 0,
-            align,
+            align: 0,
+        }
+    }
+
+    /// The Triton configuration in effect: the layer's, vLLM's default for every field left 0.
+    pub fn triton_config(&self) -> TritonConfig {
+        let d = TritonConfig::vllm_default(self.dtype, self.dtype == Dtype::Fp8, self.tokens, self.experts);
+        let pick = |v: u64, dv: u64| if v == 0 { dv } else { v };
+        TritonConfig {
+            block_m: pick(self.block_m, d.block_m),
+            block_n: pick(self.block_n, d.block_n),
+            block_k: pick(self.block_k, d.block_k),
+            group_m: pick(self.group_size_m, d.group_m),
+            warps: pick(self.num_warps, d.warps),
+            stages: pick(self.num_stages, d.stages),
+        }
+    }
+
+    /// One of the fused recipe's two GEMMs (GEMM1 gathers `hidden` rows at `sorted_id / topk`,
+    /// GEMM2 reads its own rows and applies the router weight).
+    fn fused(&self, counts: &[u64], n: u64, k: u64, second: bool) -> FusedMoeGemm {
+        FusedMoeGemm {
+            counts: counts.to_vec(),
+            tokens: self.tokens,
+            topk: self.topk,
+            a_div: if second { 1 } else { self.topk },
+            n,
+            k,
+            dtype: self.dtype,
+            block_scaled: self.dtype == Dtype::Fp8,
+            mul_routed_weight: second,
         }
     }
 }
@@ -197,7 +237,7 @@ pub fn generate_layer(arch: &Arch, l: &MoeLayer) -> Result<LayerTrace, String> {
             src: 0x7f00_0000_0000,
             read: rows * 4,
             dst: 0x7f10_0000_0000,
-            write: (rows + e * 63) * 4,
+            write: (rows + e * (l.triton_config().block_m - 1)) * 4,
             ffma: 1,
             exp: false,
         },
@@ -208,20 +248,37 @@ pub fn generate_layer(arch: &Arch, l: &MoeLayer) -> Result<LayerTrace, String> {
         let t = generate_grouped(arch, &p, &r).map_err(|e| format!("{role} grouped GEMM {p}: {e}"))?;
         Ok(Node { role, stream: 0, kernels: t.kernels })
     };
-    let gate_up_p = l.grouped(&counts, 2 * i, h);
-    let padded_rows = gate_up_p.m_blocks(64) * 64;
-    let gate_up = add(&mut g, grouped_node("gate_up", gate_up_p)?, &[permute]);
+    let cfg = l.triton_config();
+    let fused_node = |role: &'static str, p: FusedMoeGemm| -> Result<Node, String> {
+        let k = generate_fused_moe(arch, &p, &cfg).map_err(|e| format!("{role} fused_moe {cfg:?}: {e}"))?;
+        Ok(Node { role, stream: 0, kernels: vec![k] })
+    };
+    // GEMM1's output rows: DeepGEMM's padded m-blocks, or the routed rows (fused_moe stores
+    // only the valid ones).
+    let (gate_up, act_rows) = match l.recipe {
+        MoeRecipe::DeepGemm => {
+            let p = l.grouped(&counts, 2 * i, h);
+            let padded = p.m_blocks(64) * 64;
+            (grouped_node("gate_up", p)?, padded)
+        }
+        MoeRecipe::Fused => (fused_node("gate_up", l.fused(&counts, 2 * i, h, false))?, rows),
+    };
+    let gate_up = add(&mut g, gate_up, &[permute]);
     let act = Stream {
         name: "silu_and_mul",
         src: 0x7f00_0000_0000,
-        read: padded_rows * 2 * i * 2,
+        read: act_rows * 2 * i * 2,
         dst: 0x7f10_0000_0000,
-        write: padded_rows * i * elt,
+        write: act_rows * i * elt,
         ffma: 2,
         exp: true,
     };
     let act = add(&mut g, stream_node("activation", 0, act, sm)?, &[gate_up]);
-    let down = add(&mut g, grouped_node("down", l.grouped(&counts, h, i))?, &[act]);
+    let down = match l.recipe {
+        MoeRecipe::DeepGemm => grouped_node("down", l.grouped(&counts, h, i))?,
+        MoeRecipe::Fused => fused_node("down", l.fused(&counts, h, i, true))?,
+    };
+    let down = add(&mut g, down, &[act]);
     let mut before_combine = vec![down];
     if l.shared_experts > 0 {
         let si = i * l.shared_experts;

@@ -29,6 +29,12 @@ impl Default for MoeLayer {
             routing: Routing::Uniform,
             seed: 0,
             dtype: Dtype::Fp8,
+            block_m: 0,
+            block_n: 0,
+            block_k: 0,
+            group_size_m: 0,
+            num_warps: 0,
+            num_stages: 0,
         }
     }
 }
@@ -58,4 +64,10 @@ pub const MOE: &[Param<MoeLayer>] = params!(MoeLayer {
     layout: Choice(LAYOUTS) "deepgemm: contiguous or masked grouped GEMMs",
     seed: Int [0, u64::MAX] "routing seed",
     dtype: Choice(DTYPES) "fp8 (block scaled / w8a8) or bf16",
+    block_m: Int [0, 256] "fused: Triton BLOCK_SIZE_M, rows per token block (0: vLLM's default)",
+    block_n: Int [0, 256] "fused: Triton BLOCK_SIZE_N (0: vLLM's default)",
+    block_k: Int [0, 512] "fused: Triton BLOCK_SIZE_K (0: vLLM's default)",
+    group_size_m: Int [0, 1024] "fused: Triton GROUP_SIZE_M, m-blocks per launch-order swizzle group (0: vLLM's default)",
+    num_warps: Int [0, 16] "fused: Triton num_warps (0: vLLM's default)",
+    num_stages: Int [0, 8] "fused: Triton num_stages, cp.async pipeline depth (0: vLLM's default)",
 });
