@@ -15,7 +15,9 @@ use crate::print::thousands;
 #[command(after_help = "Routing: `uniform`, `zipf:S` (Zipf popularity with exponent S over a seeded permutation \
 of the experts), `list:N,N,...` (tokens per expert, summing to tokens·topk) or a file of those numbers. Deterministic \
 for --seed. Problem parameters may also be given as `-p key=value` (`tokens`, `experts`, `topk`, `hidden`, \
-`intermediate`, `shared_experts`, `recipe`, `layout`, `seed`, `dtype`).")]
+`intermediate`, `shared_experts`, `recipe`, `layout`, `seed`, `dtype`), and the fused recipe's Triton \
+configuration as `-p block_m=64 -p block_n=128 -p block_k=128 -p group_size_m=32 -p num_warps=4 -p num_stages=3` \
+(each left out takes vLLM's default).")]
 pub struct MoeArgs {
     #[arg(long)]
     pub tokens: Option<u64>,
