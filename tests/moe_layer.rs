@@ -223,3 +223,30 @@ fn a_decode_batch_layer_time_follows_the_expert_bytes_hit_over_hbm_bandwidth() {
         assert!((y - line).abs() <= 0.05 * y, "{y} us at {x} B is off the line ({line} us): {points:?}");
     }
 }
+
+/// The fused (Triton) recipe names the straggler too: one CTA per block, grouped by expert;
+/// the early-exit blocks past the padded tokens belong to no expert.
+#[test]
+fn the_fused_recipe_names_the_expert_with_the_most_tokens_under_zipf_routing() {
+    let fused = |routing| MoeLayer { recipe: MoeRecipe::Fused, ..small(routing) };
+    let (u, _) = run(&fused(Routing::Uniform));
+    let (z, zl) = run(&fused(Routing::Zipf(1.2)));
+    assert!(z.total_cycles > u.total_cycles, "zipf {} vs uniform {} cycles", z.total_cycles, u.total_cycles);
+    let m = *zl.counts.iter().max().unwrap();
+    let top = zl.counts.iter().position(|&c| c == m).unwrap() as i64;
+    for (id, role) in &zl.roles {
+        if !matches!(*role, "gate_up" | "down") {
+            continue;
+        }
+        let k = &z.kernels[*id as usize];
+        assert!(k.name.starts_with("fused_moe_kernel"), "{}", k.name);
+        let g = k.groups.as_ref().expect("fused_moe groups its CTAs by expert");
+        assert_eq!(g.summary.busiest, top, "kernel {id}: counts {:?}", zl.counts);
+        assert!(g.groups.iter().all(|x| x.group >= 0), "no CTA is in group -1");
+        let hit = zl.counts.iter().filter(|&&c| c > 0).count();
+        assert_eq!(g.groups.len(), hit, "every expert with tokens ran CTAs");
+        // The CTAs of the experts are the m-blocks with rows times the n-blocks; the rest exit.
+        let ctas: u64 = g.groups.iter().map(|x| x.ctas).sum();
+        assert!(ctas < k.ctas, "{ctas} grouped of {} CTAs: the early-exit blocks are not grouped", k.ctas);
+    }
+}
