@@ -127,9 +127,11 @@ fn check(cases: &[Case]) {
 }
 
 fn ci_cases() -> Vec<Case> {
-    // The fused recipe: its expert GEMMs are grids of many waves. DeepGEMM's persistent grouped
-    // GEMMs are one wave whose tiles are tile parameters (no skippable loop nest): they run in
-    // detail under sampling, so they would validate nothing here.
+    // DeepGEMM's persistent grouped GEMMs (one wave: the sampler skips tiles of the tile loop,
+    // whose expert and blocks are tile parameters) and the fused recipe's Triton kernels (grids
+    // of many waves).
+    let deepgemm_moe =
+        MoeLayer { tokens: 8192, experts: 64, topk: 6, hidden: 1024, intermediate: 704, ..MoeLayer::default() };
     let small_moe = MoeLayer {
         tokens: 8192,
         experts: 64,
@@ -164,7 +166,8 @@ fn ci_cases() -> Vec<Case> {
             "h100-sxm5-80gb",
             &[("batch", "8"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128"), ("causal", "true")],
         ),
-        moe("MoE layer 8192 tok, 64 experts top-6 (H100)", small_moe),
+        moe("MoE layer 8192 tok, 64 experts top-6, DeepGEMM (H100)", deepgemm_moe),
+        moe("MoE layer 8192 tok, 64 experts top-6, fused (H100)", small_moe),
         stream_many_ctas(32 * 1024),
     ]
 }

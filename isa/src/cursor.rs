@@ -270,7 +270,10 @@ mod tests {
         b.mem_inst(Inst::new(2), AddrExpr::constant(0).with(Var::Param(p0), 1), Lanes::Stride(0), 0);
         let p = b.finish().unwrap();
         assert_eq!(p.tile_levels(), 1);
-        assert!(p.is_tile_param(1) && p.loop_nest(&[0; MAX_PARAMS]).is_none());
+        assert!(p.is_tile_param(1));
+        // The tile loop is the main nest: every tile issues the same instructions.
+        let nest = p.loop_nest(&[0; MAX_PARAMS]).expect("the tile loop is a nest");
+        assert_eq!((nest.levels, nest.trips, nest.body), (2, 4, 1));
         let mut c = Cursor::new(&p, [1, 0, 0], 0);
         let mut seen = Vec::new();
         while let Some(i) = c.peek(&p) {

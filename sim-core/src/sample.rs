@@ -33,7 +33,8 @@
 //! checks the sampled time against full detail on every workload family.
 //!
 //! A grid of one wave (a persistent kernel: GEMM or FlashAttention-3 tiles looped over by a
-//! CTA per SM, a grid-stride STREAM loop) has no waves to skip. There the sampler skips
+//! CTA per SM, DeepGEMM's grouped GEMM walking its tile list through tile parameters, a
+//! grid-stride STREAM loop) has no waves to skip. There the sampler skips
 //! iterations of every CTA's main loop nest instead ([`gpusim_isa::Program::loop_nest`]). It
 //! records the kernel's cycles each time its instruction count passes one more segment of
 //! every warp's loop (1/16 of it, at least one flat iteration); once three consecutive
