@@ -523,3 +523,24 @@ fn a_moe_layer_report_names_the_busiest_expert() {
         v["kernels"].as_array().unwrap().iter().filter(|k| k.get("groups").is_some()).collect();
     assert_eq!(grouped.len(), 2, "the gate/up and down GEMMs");
 }
+
+/// The fused recipe's Triton configuration comes in as `-p` parameters: a valid one names the
+/// kernel it built, an invalid one is refused with the parameter and exit 2, and the DeepGEMM
+/// recipe refuses them.
+#[test]
+fn the_fused_recipe_takes_its_triton_configuration_as_parameters() {
+    let dir = workdir("moe-triton");
+    let out = dir.join("moe.trace");
+    let base = ["trace", "moe", "--tokens", "16", "--experts", "8", "--topk", "2", "--hidden", "512"];
+    let with = |extra: &[&'static str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend(["--intermediate", "256", "-o", s(&out)]);
+        a.extend(extra.iter().copied());
+        a
+    };
+    let (text, _) = ok(&with(&["--recipe", "fused", "-p", "block_n=64", "-p", "num_stages=4"]));
+    assert!(text.contains("fused_moe_kernel_fp8_w8a8_block_64x64x128_g32_w4_s4"), "{text}");
+    fails_with(&with(&["--recipe", "fused", "-p", "block_m=48"]), &["block_m = 48"]);
+    fails_with(&with(&["--recipe", "fused", "-p", "num_warps=32"]), &["num_warps"]);
+    fails_with(&with(&["--recipe", "deepgemm", "-p", "block_m=64"]), &["--recipe fused"]);
+}
