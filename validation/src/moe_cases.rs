@@ -37,7 +37,6 @@ impl MoeShape {
             block_scaled: self.fp8,
             layout: if self.masked { Layout::Masked } else { Layout::Contiguous },
             capacity: 0,
-            align: 0,
         }
     }
 

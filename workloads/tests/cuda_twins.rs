@@ -732,7 +732,6 @@ fn grouped_twin_reads_its_expert_once_per_tile() {
         block_scaled: false,
         layout: Layout::Contiguous,
         capacity: 0,
-        align: 0,
     };
     let kt = grouped_kernel("h800-sxm5", &p);
     let expert_of: Vec<i64> = m

@@ -12,7 +12,7 @@ fn h800() -> Arch {
 }
 
 fn grouped(m: Vec<u64>, n: u64, k: u64, layout: Layout, dtype: Dtype) -> GroupedProblem {
-    GroupedProblem { m, n, k, dtype, block_scaled: dtype == Dtype::Fp8, layout, capacity: 0, align: 0 }
+    GroupedProblem { m, n, k, dtype, block_scaled: dtype == Dtype::Fp8, layout, capacity: 0 }
 }
 
 #[test]

@@ -79,20 +79,12 @@ pub struct GroupedProblem {
     pub layout: Layout,
     /// Masked: rows per group the launch is sized for (≥ every `m`); 0 = the largest `m`.
     pub capacity: u64,
-    /// Contiguous: rows each group's segment is padded to (0 = DeepGEMM's 128; the Triton
-    /// fused_moe pads each expert's sorted tokens to its BLOCK_M).
-    pub align: u64,
 }
 
 /// Largest number of groups.
 pub const MAX_GROUPS: u64 = 4096;
 
 impl GroupedProblem {
-    /// The contiguous alignment in effect.
-    pub fn alignment(&self) -> u64 {
-        if self.align > 0 { self.align } else { CONTIGUOUS_ALIGNMENT }
-    }
-
     pub fn groups(&self) -> u64 {
         self.m.len() as u64
     }
@@ -106,7 +98,7 @@ impl GroupedProblem {
     /// rows (masked).
     pub fn flops(&self) -> u64 {
         let m: u64 = match self.layout {
-            Layout::Contiguous => self.m.iter().map(|&m| m.div_ceil(self.alignment()) * self.alignment()).sum(),
+            Layout::Contiguous => self.m.iter().map(|&m| m.div_ceil(CONTIGUOUS_ALIGNMENT) * CONTIGUOUS_ALIGNMENT).sum(),
             Layout::Masked => self.m.iter().sum(),
         };
         2 * m * self.n * self.k
@@ -150,7 +142,7 @@ impl GroupedProblem {
     pub fn m_blocks(&self, bm: u64) -> u64 {
         match self.layout {
             Layout::Contiguous => {
-                self.m.iter().map(|&m| m.div_ceil(self.alignment()) * self.alignment() / bm.max(1)).sum()
+                self.m.iter().map(|&m| m.div_ceil(CONTIGUOUS_ALIGNMENT) * CONTIGUOUS_ALIGNMENT / bm.max(1)).sum()
             }
             Layout::Masked => self.groups() * self.capacity().div_ceil(bm.max(1)),
         }
@@ -210,7 +202,7 @@ impl GroupedProblem {
         let (mut expert, mut active) = (Vec::new(), Vec::new());
         for (g, &m) in self.m.iter().enumerate() {
             let blocks = match self.layout {
-                Layout::Contiguous => m.div_ceil(self.alignment()) * self.alignment() / bm,
+                Layout::Contiguous => m.div_ceil(CONTIGUOUS_ALIGNMENT) * CONTIGUOUS_ALIGNMENT / bm,
                 Layout::Masked => self.capacity().div_ceil(bm),
             };
             for b in 0..blocks {
@@ -241,7 +233,6 @@ impl fmt::Display for GroupedProblem {
 pub fn grouped_recipe(arch: &Arch, p: &GroupedProblem) -> HopperRecipe {
     let total: u64 = p.m.iter().sum();
     let (bms, hint): (&[u32], u64) = match p.layout {
-        Layout::Contiguous if p.alignment() < CONTIGUOUS_ALIGNMENT => (&[64], total),
         Layout::Contiguous => (&[CONTIGUOUS_ALIGNMENT as u32], total),
         // expected_m: the mean valid rows per group.
         Layout::Masked => (&[64, 128], total.div_ceil(p.groups().max(1))),
@@ -260,8 +251,8 @@ pub fn grouped_recipe(arch: &Arch, p: &GroupedProblem) -> HopperRecipe {
 pub fn generate_grouped(arch: &Arch, p: &GroupedProblem, r: &HopperRecipe) -> Result<Trace, String> {
     p.validate()?;
     let bm = r.cta_m as u64;
-    if bm == 0 || (p.layout == Layout::Contiguous && !p.alignment().is_multiple_of(bm)) {
-        return Err(format!("cta_m = {bm} must divide the contiguous alignment {}", p.alignment()));
+    if bm == 0 || (p.layout == Layout::Contiguous && !CONTIGUOUS_ALIGNMENT.is_multiple_of(bm)) {
+        return Err(format!("cta_m = {bm} must divide the contiguous alignment {}", CONTIGUOUS_ALIGNMENT));
     }
     if r.split_k != 1 || r.cluster_m != 1 {
         return Err("a grouped GEMM never splits K and multicasts only A (split_k = 1, cluster_m = 1)".into());

@@ -54,7 +54,6 @@ impl GroupedSpec {
             block_scaled: self.block_scaled && self.dtype == Dtype::Fp8,
             layout: self.layout,
             capacity: self.capacity,
-            align: 0,
         }
     }
 }

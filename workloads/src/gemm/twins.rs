@@ -107,7 +107,6 @@ pub fn grouped_twin_problem() -> GroupedProblem {
         block_scaled: false,
         layout: Layout::Contiguous,
         capacity: 0,
-        align: 0,
     }
 }
 

@@ -114,10 +114,14 @@ struct Blocks {
     pos: Vec<i64>,
 }
 
+/// The length of `sorted_token_ids`: `M·topk + E·(BLOCK_M − 1)`.
+fn sorted_ids(p: &FusedMoeGemm, bm: u64) -> u64 {
+    p.counts.iter().sum::<u64>() + p.counts.len() as u64 * (bm - 1)
+}
+
 fn blocks(p: &FusedMoeGemm, bm: u64) -> Blocks {
-    let rows: u64 = p.counts.iter().sum();
-    let experts = p.counts.len() as u64;
-    let mut em = rows + experts * (bm - 1);
+    // The launch covers the sorted ids, shrunk to `M·topk·BLOCK_M` rows when `M < BLOCK_M`.
+    let mut em = sorted_ids(p, bm);
     if p.tokens < bm {
         em = em.min(p.tokens * p.topk * bm);
     }
@@ -166,7 +170,7 @@ struct Plan {
     c: TritonConfig,
     mma: Mma,
     elt: u64,
-    /// Bytes of one A or B row of a k-tile, lanes per row, rows per copy instruction.
+    /// Bytes of one A or B row of a k-tile, and rows per copy instruction.
     row_bytes: u64,
     rows_inst: u64,
     /// A rows per warp, and its copy instructions.
@@ -185,9 +189,20 @@ struct Plan {
     threads: u64,
     /// Output element bytes (bf16 / fp16).
     oe: u64,
-    /// Tensor base addresses: A, B, C, A scales, B scales, sorted ids, expert ids, router
-    /// weights, num_tokens_post_padded.
-    at: [u64; 9],
+    at: Tensors,
+}
+
+/// Base addresses of the kernel's tensors.
+struct Tensors {
+    a: u64,
+    b: u64,
+    c: u64,
+    a_scale: u64,
+    b_scale: u64,
+    sorted_ids: u64,
+    expert_ids: u64,
+    router_weights: u64,
+    post_padded: u64,
 }
 
 const MAX_WARPS: u64 = 16;
@@ -309,13 +324,14 @@ fn plan(arch: &Arch, p: &FusedMoeGemm, c: &TritonConfig) -> Result<Plan, String>
     let experts = p.counts.len() as u64;
     let rows: u64 = p.counts.iter().sum();
     let (np, kp) = (p.n.div_ceil(bn) * bn, kt * bk);
-    let em = rows + experts * (bm - 1);
+    let em = sorted_ids(p, bm);
+    let oe = p.dtype.out_bytes();
     let a_rows = rows.div_ceil(p.a_div) + bm;
     let kblocks = kp.div_ceil(128);
     let sizes = [
         a_rows * kp * elt,
         experts * np * kp * elt,
-        em.div_ceil(bm) * bm * np * 2,
+        em.div_ceil(bm) * bm * np * oe,
         if p.block_scaled { a_rows * kblocks * 4 } else { 0 },
         if p.block_scaled { experts * np.div_ceil(128) * kblocks * 4 } else { 0 },
         em * 4,
@@ -343,8 +359,11 @@ fn plan(arch: &Arch, p: &FusedMoeGemm, c: &TritonConfig) -> Result<Plan, String>
         smem,
         regs,
         threads,
-        oe: 2,
-        at: lay_out(sizes),
+        oe,
+        at: {
+            let [a, b, c, a_scale, b_scale, sorted_ids, expert_ids, router_weights, post_padded] = lay_out(sizes);
+            Tensors { a, b, c, a_scale, b_scale, sorted_ids, expert_ids, router_weights, post_padded }
+        },
     })
 }
 
@@ -456,11 +475,11 @@ fn program(pl: &Plan, p: &FusedMoeGemm, t: &Tables, ops: &mut OpTable, g: u64) -
     });
 
     c.op("S2R", &[r(TID)], &[]).op("S2R", &[r(CTAID)], &[]);
-    c.mem_stride("LDG.E", &[r(CNT)], &[rr(GA, 2)], Addr::at(pl.at[8]), 0);
+    c.mem_stride("LDG.E", &[r(CNT)], &[rr(GA, 2)], Addr::at(pl.at.post_padded), 0);
     c.op("ISETP.GE.AND", &[pred(0)], &[r(CTAID), r(CNT)]).op("BRA", &[], &[pred(0)]);
     c.begin_param(active);
-    c.mem_stride("LDG.E", &[r(CNT)], &[rr(GA, 2)], Addr::at(pl.at[6]).term(mb, 4), 0);
-    c.mem("LDG.E", &[r(SCALE)], &[rr(GA, 2)], Addr::at(pl.at[5]).term(mb, 4 * bm));
+    c.mem_stride("LDG.E", &[r(CNT)], &[rr(GA, 2)], Addr::at(pl.at.expert_ids).term(mb, 4), 0);
+    c.mem("LDG.E", &[r(SCALE)], &[rr(GA, 2)], Addr::at(pl.at.sorted_ids).term(mb, 4 * bm));
     c.op("IMAD.WIDE", &[rr(GA, 2)], &[r(SCALE), r(TID)]).op("IMAD.WIDE", &[rr(GB, 2)], &[r(CNT), r(TID)]);
     c.op("IMAD.SHL.U32", &[r(OUTP)], &[r(TID)]).op("MOV", &[r(CNT)], &[]);
     let k = Kernel { pl, p, mb, nb, expert, arow, a_copies, group: g, first_w };
@@ -515,7 +534,7 @@ impl Kernel<'_> {
         let ri = pl.rows_inst;
         // A: rows arow + w·a_rows_w + i·rows_inst.
         let i = c.begin_param(self.a_copies);
-        let a = Addr::at(pl.at[0])
+        let a = Addr::at(pl.at.a)
             .term(self.arow, pitch as i64)
             .term(Var::Warp, (pl.a_rows_w * pitch) as i64)
             .term(i, (ri * pitch) as i64)
@@ -526,7 +545,7 @@ impl Kernel<'_> {
         let np = p.n.div_ceil(pl.c.block_n) * pl.c.block_n;
         let b_rows_w = pl.b_inst_w * ri;
         for q in 0..pl.b_inst_w {
-            let b = Addr::at(pl.at[1] + q * ri * pitch)
+            let b = Addr::at(pl.at.b + q * ri * pitch)
                 .term(self.expert, (np * pitch) as i64)
                 .term(self.nb, (pl.c.block_n * pitch) as i64)
                 .term(Var::Warp, (b_rows_w * pitch) as i64)
@@ -543,11 +562,11 @@ impl Kernel<'_> {
             let sc = SCALE + 3 * stage as u8;
             let lanes: Vec<i64> = (0..32).map(|l| (l / 4) * kb as i64 * 4).collect();
             for h in 0..2u64 {
-                let a = Addr::at(pl.at[3] + h * 8 * kb * 4).term(self.arow, kb as i64 * 4).index(kt, per_kt);
+                let a = Addr::at(pl.at.a_scale + h * 8 * kb * 4).term(self.arow, kb as i64 * 4).index(kt, per_kt);
                 c.mem_lanes("LDG.E", &[r(sc + h as u8)], &[rr(GA, 2)], self.rows(a, kb * 4), &lanes);
             }
             let nblocks = (p.n.div_ceil(pl.c.block_n) * pl.c.block_n).div_ceil(128);
-            let bsc = Addr::at(pl.at[4])
+            let bsc = Addr::at(pl.at.b_scale)
                 .term(self.expert, (nblocks * kb * 4) as i64)
                 .term(self.nb, (pl.c.block_n * kb * 4 / 128) as i64)
                 .index(kt, per_kt);
@@ -646,7 +665,7 @@ impl Kernel<'_> {
             // The router weight of the lane's two rows (sorted position mb·BM + row).
             let lanes: Vec<i64> = (0..32).map(|l| (l / 4) * 4).collect();
             for h in 0..2u64 {
-                let a = Addr::at(pl.at[7] + h * 32).term(self.mb, pl.c.block_m as i64 * 4);
+                let a = Addr::at(pl.at.router_weights + h * 32).term(self.mb, pl.c.block_m as i64 * 4);
                 c.mem_lanes("LDG.E", &[r(SCALE + h as u8)], &[rr(GA, 2)], self.rows(a, 4), &lanes);
             }
             for i in 0..acc_n {
@@ -664,7 +683,7 @@ impl Kernel<'_> {
         let lanes: Vec<i64> = (0..32).map(|l| ((l / 4) * ldc + (l % 4) * 2 * pl.oe) as i64).collect();
         let h = c.begin_param(halves);
         for cg in 0..pl.cols_w / 8 {
-            let a = Addr::at(pl.at[2] + (self.col0() + 8 * cg) * pl.oe)
+            let a = Addr::at(pl.at.c + (self.col0() + 8 * cg) * pl.oe)
                 .term(self.mb, pl.c.block_m as i64 * ldc as i64)
                 .term(self.nb, (pl.c.block_n * pl.oe) as i64)
                 .term(h, 8 * ldc as i64);

@@ -160,7 +160,6 @@ impl MoeLayer {
             block_scaled: self.dtype == Dtype::Fp8,
             layout: self.layout,
             capacity: 0,
-            align: 0,
         }
     }
 
