@@ -46,8 +46,8 @@ pub struct CorrelateArgs {
     pub threads: Option<usize>,
     /// Sample long kernels as `gpusim run --sample` does (validated against full detail on
     /// GEMM, attention, MoE and streaming kernels; tests/sampling.rs): much faster on long
-    /// cases, within each kernel's error estimate. Not with `--gate`: the gate is judged in full
-    /// detail.
+    /// cases, within each kernel's error estimate. Not with `--gate`: the gate file says which
+    /// families it judges on sampled runs (`sampled = true`), and runs the others in full detail.
     #[arg(long, num_args = 0..=1, default_missing_value = crate::run::SAMPLE_DEFAULT, value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample, conflicts_with = "gate")]
     pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// Accuracy gate (validation/accuracy-gate.toml): after the reports are written, exit 1 if a
@@ -177,7 +177,7 @@ fn scatter_plot(c: &Correlation) -> Option<ScatterPlot> {
         .filter_map(|r| {
             Some(ScatterPoint {
                 label: r.id.clone(),
-                group: r.kind.clone(),
+                group: r.family.clone(),
                 unit: metric_unit(&r.metric).to_string(),
                 measured: r.published,
                 simulated: r.simulated.filter(|s| s.is_finite() && *s > 0.0)?,
@@ -318,10 +318,21 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
         },
         stop: Some(crate::interrupt::install()?),
         sample: a.sample,
+        sample_families: None,
     };
+    let mut opts = opts;
     // Read the gate before the (long) simulations so that a bad file fails at once.
     let gate = a.gate.as_deref().map(Gate::load).transpose().map_err(CliError::input)?;
     let presets = if a.arch == "calibrated" { Presets::Calibrated } else { Presets::BuiltIn };
+    if let Some(g) = &gate {
+        // The gate file says which families are judged on sampled runs; the others run in full
+        // detail.
+        let families = g.sampled_families(presets);
+        if !families.is_empty() {
+            opts.sample = Some(gpusim_sim_core::SampleOptions::default());
+            opts.sample_families = Some(families);
+        }
+    }
     if let Some(g) = &gate
         && g.lines(presets).is_empty()
     {

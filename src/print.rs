@@ -65,17 +65,33 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
         thousands(k.start_cycle)
     );
     if let Some(s) = &k.sampled {
-        let skipped = if s.method == "loop" {
-            format!("{} of {} main-loop iterations skipped in every CTA", s.skipped_loop_iterations, s.loop_iterations)
-        } else {
-            format!("{} of {} CTAs skipped", thousands(s.skipped_ctas), thousands(s.skipped_ctas + s.detailed_ctas))
+        let skipped = match s.method.as_str() {
+            "loop" => {
+                format!(
+                    "{} of {} main-loop iterations skipped in every CTA",
+                    s.skipped_loop_iterations, s.loop_iterations
+                )
+            }
+            "iterations" => format!(
+                "the middle of every CTA's longest loop skipped (up to {} of {} iterations), {} of the warp instructions",
+                s.skipped_loop_iterations,
+                s.loop_iterations,
+                percent(s.skipped_warp_instructions, k.warp_instructions)
+            ),
+            _ => {
+                format!("{} of {} CTAs skipped", thousands(s.skipped_ctas), thousands(s.skipped_ctas + s.detailed_ctas))
+            }
         };
         let _ = writeln!(
             out,
             "  sampled      {skipped}, {} cycles extrapolated from {} measured {}: ±{:.2}% estimated{}",
             thousands(s.extrapolated_cycles),
             s.measured_waves,
-            if s.method == "loop" { "segments" } else { "waves" },
+            match s.method.as_str() {
+                "loop" => "segments",
+                "iterations" => "CTAs",
+                _ => "waves",
+            },
             s.error_pct,
             if s.overlapped {
                 " (another kernel overlapped its tail: its timing ignores the skipped cycles)"
@@ -265,4 +281,9 @@ mod tests {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 * 1024 * 1024), "3.00 MiB");
     }
+}
+
+/// `part` as a percentage of `whole`, one decimal.
+fn percent(part: u64, whole: u64) -> String {
+    format!("{:.1}%", if whole > 0 { 100.0 * part as f64 / whole as f64 } else { 0.0 })
 }

@@ -166,6 +166,19 @@ fn ci_cases() -> Vec<Case> {
             "h100-sxm5-80gb",
             &[("batch", "8"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128"), ("causal", "true")],
         ),
+        generated(
+            "FA2 fwd+bwd causal b1 h16 s2048 d128 (A100)",
+            "attention",
+            "a100-sxm4-80gb",
+            &[
+                ("batch", "1"),
+                ("heads", "16"),
+                ("seqlen", "2048"),
+                ("headdim", "128"),
+                ("causal", "true"),
+                ("pass", "fwdbwd"),
+            ],
+        ),
         moe("MoE layer 8192 tok, 64 experts top-6, DeepGEMM (H100)", deepgemm_moe),
         moe("MoE layer 8192 tok, 64 experts top-6, fused (H100)", small_moe),
         stream_many_ctas(32 * 1024),
@@ -219,6 +232,25 @@ fn full_size_cases() {
             &[("batch", "16"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128")],
         ),
         generated(
+            "FA2 fwd+bwd b2 h16 s4096 d128 (A100)",
+            "attention",
+            "a100-sxm4-80gb",
+            &[("batch", "2"), ("heads", "16"), ("seqlen", "4096"), ("headdim", "128"), ("pass", "fwdbwd")],
+        ),
+        generated(
+            "FA2 fwd+bwd causal b4 h32 s4096 d64 (A100)",
+            "attention",
+            "a100-sxm4-80gb",
+            &[
+                ("batch", "4"),
+                ("heads", "32"),
+                ("seqlen", "4096"),
+                ("headdim", "64"),
+                ("causal", "true"),
+                ("pass", "fwdbwd"),
+            ],
+        ),
+        generated(
             "FA3 fwd persistent b8 h16 s2048 d128 (H100)",
             "attention",
             "h100-sxm5-80gb",
@@ -230,9 +262,20 @@ fn full_size_cases() {
             "h100-sxm5-80gb",
             &[("batch", "8"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128"), ("causal", "true")],
         ),
+        // As fused_moe grids of many waves: with DeepGEMM's persistent grouped GEMMs no kernel
+        // of this layer is sampled (the grouped GEMMs' loop mode gives up and they run in
+        // detail; the streaming kernels have no loop and fewer waves than the waves mode needs).
         moe(
-            "MoE layer 4096 tok, 64 experts top-6, 2048/1408 (H100)",
-            MoeLayer { tokens: 4096, experts: 64, topk: 6, hidden: 2048, intermediate: 1408, ..MoeLayer::default() },
+            "MoE layer 4096 tok, 64 experts top-6, 2048/1408, fused (H100)",
+            MoeLayer {
+                tokens: 4096,
+                experts: 64,
+                topk: 6,
+                hidden: 2048,
+                intermediate: 1408,
+                recipe: gpusim_workloads::moe::MoeRecipe::Fused,
+                ..MoeLayer::default()
+            },
         ),
         stream_many_ctas(200_000),
     ]);

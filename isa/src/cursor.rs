@@ -146,7 +146,9 @@ impl Cursor {
         if self.depth as usize >= levels && self.frames[0].start == nest.step {
             return Some(self.frames[..levels].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64));
         }
-        (self.depth == 0 && self.pc <= nest.step).then_some(0)
+        // Before the nest: at top level before its step, or in an earlier top-level loop.
+        let before = if self.depth == 0 { self.pc <= nest.step } else { self.frames[0].start < nest.step };
+        before.then_some(0)
     }
 
     /// Moves past the instruction returned by the last [`Cursor::peek`].
@@ -353,5 +355,43 @@ mod tests {
             m += 1;
         }
         assert_eq!(m, p.dynamic_len());
+    }
+
+    /// A FlashAttention-2-like program: a 2-trip loop (the masked key blocks) before a 10-trip
+    /// one (the unmasked). `loop_nest` finds the first, `longest_nest` the second, counting the
+    /// first loop's instructions as before it; a warp in the first loop is before the second.
+    #[test]
+    fn the_longest_nest_may_follow_a_shorter_loop() {
+        let mut b = ProgramBuilder::new("fa2");
+        b.inst(Inst::new(0));
+        b.begin_loop(2).unwrap();
+        b.inst(Inst::new(1));
+        b.inst(Inst::new(1));
+        b.end_loop().unwrap();
+        b.begin_loop(10).unwrap();
+        let e = AddrExpr::constant(0).with(Var::Loop(0), 100);
+        b.mem_inst(Inst::new(2), e, Lanes::Stride(4), 0);
+        b.end_loop().unwrap();
+        b.inst(Inst::new(3));
+        let p = b.finish().unwrap();
+        let c0 = Cursor::new(&p, [0, 0, 0], 0);
+        assert_eq!(p.loop_nest(c0.params()).map(|n| n.trips), Some(2));
+        let nest = p.longest_nest(c0.params()).expect("a nest");
+        assert_eq!((nest.levels, nest.trips, nest.before, nest.body), (1, 10, 5, 1));
+        let mut c = c0;
+        c.peek(&p);
+        c.advance();
+        c.peek(&p);
+        assert_eq!(c.nest_iteration(&nest), Some(0), "in the earlier loop: before the nest");
+        c.skip_iterations(&nest, 3, 8);
+        let mut addrs = Vec::new();
+        while let Some(i) = c.peek(&p) {
+            let i = *i;
+            if let Some(a) = c.base_address(&p, &i) {
+                addrs.push(a);
+            }
+            c.advance();
+        }
+        assert_eq!(addrs, vec![0, 100, 200, 800, 900]);
     }
 }

@@ -479,7 +479,44 @@ impl Program {
             i += 1;
         }
         let Step::Loop { .. } = *self.steps.get(i)? else { return None };
-        let (outer, mut levels, mut trips) = (i, 0u8, 1u64);
+        self.nest_at(params, i, before)
+    }
+
+    /// The top-level loop nest that issues the most instructions for a warp with parameters
+    /// `params` (the first of equals), with the instructions issued before it, earlier loops
+    /// included. A FlashAttention-2 CTA runs its partly masked key blocks in a loop of one or
+    /// two trips before the long unmasked one: [`Program::loop_nest`] would find the short one.
+    /// `None` without a top-level loop of at least one trip.
+    pub fn longest_nest(&self, params: &[i64; MAX_PARAMS]) -> Option<LoopNest> {
+        let mut best: Option<LoopNest> = None;
+        let mut before = 0u64;
+        let mut i = 0usize;
+        while i < self.steps.len() {
+            match self.steps[i] {
+                Step::Inst(_) => {
+                    before = before.saturating_add(1);
+                    i += 1;
+                }
+                Step::Loop { end, .. } => {
+                    if let Some(n) = self.nest_at(params, i, before)
+                        && best.as_ref().is_none_or(|b| n.trips.saturating_mul(n.body) > b.trips.saturating_mul(b.body))
+                    {
+                        best = Some(n);
+                    }
+                    let mut whole = 0u64;
+                    self.executed_in(params, i, end as usize + 1, 1, |_, n| whole = whole.saturating_add(n));
+                    before = before.saturating_add(whole);
+                    i = end as usize + 1;
+                }
+                Step::EndLoop { .. } => return None,
+            }
+        }
+        best
+    }
+
+    /// The nest whose outermost `Loop` is step `outer`, `before` instructions into the program.
+    fn nest_at(&self, params: &[i64; MAX_PARAMS], outer: usize, before: u64) -> Option<LoopNest> {
+        let (mut i, mut levels, mut trips) = (outer, 0u8, 1u64);
         loop {
             let Step::Loop { count, end } = self.steps[i] else { return None };
             let c = count.resolve(params) as u64;

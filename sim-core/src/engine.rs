@@ -247,8 +247,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         k.sync_ops(ks.ops(), self.arch);
         let kernels = &self.kernels;
         let ready = self.deps.add(idx, k.info.stream, &k.info.deps, |d| kernels[d].finished().then(|| kernels[d].end));
-        let one_wave = k.info.num_ctas() <= k.occupancy.ctas_per_sm as u64 * self.sms.len() as u64;
-        self.samplers.push(self.sample.and_then(|o| KernelSampler::new(o, k.info.num_ctas(), one_wave)));
+        let slots = k.occupancy.ctas_per_sm as u64 * self.sms.len() as u64;
+        let clustered = k.info.cluster.count() > 1;
+        self.samplers.push(self.sample.and_then(|o| KernelSampler::new(o, k.info.num_ctas(), slots, clustered)));
         self.kernels.push(k);
         self.feeds.push(Feed::default());
         self.arrived.push(vec![0; self.sms.len().div_ceil(64)]);
@@ -396,6 +397,10 @@ impl<'a, O: Observer> Engine<'a, O> {
             let kidx = self.active[i];
             let k = &self.kernels[kidx];
             let Some(s) = self.samplers[kidx].as_mut() else { continue };
+            if let Some(it) = s.iters.as_mut() {
+                it.poll(now, &self.sms);
+                continue;
+            }
             // Milestones count from every CTA placed (a one-wave grid places them all at once;
             // its source learns it is exhausted only when a slot frees, at the end).
             if k.ctas_dispatched < k.info.num_ctas() || !s.loop_mode() || !s.poll(k, now) {
@@ -520,6 +525,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             let alone = runs_alone(&self.active, &self.kernels, kidx);
             let k = &mut self.kernels[kidx];
             if let Some(s) = self.samplers[kidx].as_mut() {
+                if let Some(it) = s.iters.as_mut() {
+                    it.retired(d.sm, d.cta_slot, d.at, alone);
+                }
                 s.on_retire(k, d.at, alone);
             }
             if k.first_retire.is_none() {
@@ -682,6 +690,10 @@ impl<'a, O: Observer> Engine<'a, O> {
             s.placed(&cta);
         }
         let slot = self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
+        if let Some(it) = self.samplers[kidx].as_mut().and_then(|s| s.iters.as_mut()) {
+            let alone = runs_alone(&self.active, &self.kernels, kidx);
+            it.placed(&self.kernels[kidx], &mut self.sms[sm], slot, self.now, alone);
+        }
         self.wake[sm] = self.sms[sm].wake_at;
         if clustered {
             self.clusters.entry(key).or_default().push((rank, sm as u32, slot));

@@ -39,6 +39,24 @@ fn recipe_of(implementation: &str) -> Result<Recipe, String> {
     }
 }
 
+/// The statistics group of a case: its kind, but an attention case by its implementation's
+/// recipe (`attention-fa2`, `attention-fa3`, `attention-standard`, `attention-mla`), because
+/// the families differ in what limits them and are gated apart.
+pub fn family(case: &Case) -> String {
+    if case.kind != crate::case::Kind::Attention {
+        return case.kind.to_string();
+    }
+    let recipe = case.implementation.as_deref().map(recipe_of);
+    match recipe {
+        Some(Ok(Recipe::Fa2)) => "attention-fa2",
+        Some(Ok(Recipe::Fa3)) => "attention-fa3",
+        Some(Ok(Recipe::Standard)) => "attention-standard",
+        Some(Ok(Recipe::MlaDecode)) => "attention-mla",
+        _ => "attention",
+    }
+    .into()
+}
+
 /// The problem an attention case describes, or why it has none.
 pub fn attention_spec(case: &Case) -> Result<AttnSpec, String> {
     if case.metric != Metric::Tflops {

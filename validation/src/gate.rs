@@ -25,6 +25,11 @@ pub struct FamilyGate {
     pub max_mape_pct: f64,
     /// Fewest cases of the family that must have been simulated.
     pub min_cases: usize,
+    /// Judge the family on sampled runs (`--sample`'s defaults), not full detail. Only for a
+    /// family whose sampling `tests/sampling.rs` validates against full detail (the attention
+    /// families: full detail of their long cases takes hours).
+    #[serde(default)]
+    pub sampled: bool,
 }
 
 /// A whole gate file: `[family.<kind>]` tables (built-in presets) and `[calibrated.<kind>]`
@@ -115,6 +120,11 @@ impl Gate {
         }
     }
 
+    /// The families the lines for `presets` judge on sampled runs.
+    pub fn sampled_families(&self, presets: Presets) -> std::collections::BTreeSet<String> {
+        self.lines(presets).iter().filter(|(_, g)| g.sampled).map(|(n, _)| n.clone()).collect()
+    }
+
     /// Every family of the gate's lines for `presets` against `c` (a family the correlation lacks
     /// has 0 cases).
     pub fn check(&self, c: &Correlation, presets: Presets) -> Vec<FamilyResult> {
@@ -149,6 +159,9 @@ impl Gate {
                                 old.max_mape_pct, new.max_mape_pct
                             ));
                         }
+                        if new.sampled && !old.sampled {
+                            out.push(format!("{table} `{name}`: now judged on sampled runs, before in full detail"));
+                        }
                         if new.min_cases < old.min_cases {
                             out.push(format!(
                                 "{table} `{name}`: min_cases lowered from {} to {}",
@@ -173,7 +186,7 @@ mod tests {
     #[test]
     fn parses_and_rejects_bad_files() {
         let g = Gate::parse(Path::new("g.toml"), GATE).unwrap();
-        assert_eq!(g.family["gemm"], FamilyGate { max_mape_pct: 15.0, min_cases: 19 });
+        assert_eq!(g.family["gemm"], FamilyGate { max_mape_pct: 15.0, min_cases: 19, sampled: false });
         let e = Gate::parse(Path::new("g.toml"), "[family.gemm]\nmax_mape = 1\nmin_cases = 1\n").unwrap_err();
         assert!(e.starts_with("g.toml:") && e.contains("max_mape"), "{e}");
         assert!(Gate::parse(Path::new("g.toml"), "").unwrap_err().contains("no [family"));
@@ -203,9 +216,11 @@ mod tests {
         assert!(new.loosened_from(&old).is_empty(), "tightening is fine");
         new.family.get_mut("gemm").unwrap().max_mape_pct = 16.0;
         new.family.get_mut("latency").unwrap().min_cases = 3;
-        new.family.insert("moe".into(), FamilyGate { max_mape_pct: 50.0, min_cases: 1 });
+        new.family.insert("moe".into(), FamilyGate { max_mape_pct: 50.0, min_cases: 1, sampled: false });
         let l = new.loosened_from(&old);
         assert_eq!(l.len(), 2, "{l:?}");
+        new.family.get_mut("latency").unwrap().sampled = true;
+        assert!(new.loosened_from(&old).iter().any(|m| m.contains("`latency`: now judged on sampled runs")));
         new.family.remove("gemm");
         assert!(new.loosened_from(&old).iter().any(|m| m.contains("removed")));
         // The calibrated lines are held to the same rule.
@@ -221,7 +236,7 @@ mod tests {
 
     #[test]
     fn a_family_passes_only_with_enough_cases_under_its_limit() {
-        let gate = FamilyGate { max_mape_pct: 10.0, min_cases: 3 };
+        let gate = FamilyGate { max_mape_pct: 10.0, min_cases: 3, sampled: false };
         let r = |cases, mape_pct| FamilyResult { family: "gemm".into(), gate: gate.clone(), cases, mape_pct };
         assert!(r(3, Some(9.9)).passed());
         assert!(r(3, Some(10.0)).passed());

@@ -74,3 +74,57 @@ impl Sm {
         }
     }
 }
+
+impl Sm {
+    /// Iterations-mode sampling: makes every warp of CTA slot `cs` run flat iterations
+    /// `0..head` of its longest loop nest ([`Program::longest_nest`]), skip to
+    /// `trips - tail` and run the rest; calls `skipped(program, params, nest, count)` for each
+    /// warp. Returns the nest (of its first warp) and the iterations skipped; `None`, skipping
+    /// nothing, when the CTA's warps do not share one nest (same loop, same trips) or it is too
+    /// short to leave anything between `head` and `tail`. Called right after
+    /// [`Sm::launch`], before any warp has issued.
+    pub(crate) fn skip_cta_iterations(
+        &mut self,
+        cs: u16,
+        head: u64,
+        tail: u64,
+        skipped: &mut dyn FnMut(&Program, &[i64; MAX_PARAMS], &LoopNest, u64),
+    ) -> Option<(LoopNest, u64)> {
+        let c = &self.ctas[cs as usize];
+        let mut shared: Option<LoopNest> = None;
+        for &slot in &c.slots {
+            let s = slot as usize;
+            let prog = self.w.program[s].as_deref()?;
+            let nest = prog.longest_nest(self.w.cursor[s].params())?;
+            match &shared {
+                None => shared = Some(nest),
+                Some(n) if n.step == nest.step && n.trips == nest.trips && n.levels == nest.levels => {}
+                Some(_) => return None,
+            }
+        }
+        let nest = shared?;
+        let count = nest.trips.checked_sub(head + tail).filter(|&n| n > 0)?;
+        for i in 0..self.ctas[cs as usize].slots.len() {
+            let s = self.ctas[cs as usize].slots[i] as usize;
+            let Some(prog) = self.w.program[s].clone() else { continue };
+            let cur = &mut self.w.cursor[s];
+            let Some(own) = prog.longest_nest(cur.params()) else { continue };
+            cur.skip_iterations(&own, head, head + count);
+            skipped(&prog, cur.params(), &own, count);
+        }
+        Some((nest, count))
+    }
+
+    /// How far CTA slot `cs` is in `nest`: one past the furthest flat iteration any of its
+    /// warps has begun (0 before the nest), or `u64::MAX` once a warp has left it.
+    pub(crate) fn cta_nest_next(&self, cs: u16, nest: &LoopNest) -> u64 {
+        let mut next = 0u64;
+        for &slot in &self.ctas[cs as usize].slots {
+            match self.w.cursor[slot as usize].nest_iteration(nest) {
+                Some(i) => next = next.max(i + 1),
+                None => return u64::MAX,
+            }
+        }
+        next
+    }
+}

@@ -52,6 +52,10 @@ pub enum Status {
 pub struct CaseRow {
     pub id: String,
     pub kind: String,
+    /// The group of its statistics and of the accuracy gate: the kind, but attention cases by
+    /// implementation (`attention-fa2`, `attention-fa3`, `attention-standard`,
+    /// [`crate::attention_cases::family`]).
+    pub family: String,
     /// `file:line` of its `[[case]]`.
     pub location: String,
     pub hardware: String,
@@ -294,6 +298,7 @@ fn base_row(case: &Case) -> CaseRow {
     CaseRow {
         id: case.id.clone(),
         kind: case.kind.to_string(),
+        family: crate::attention_cases::family(case),
         location: case.location(),
         hardware: case.hardware.clone(),
         trust: case.trust.to_string(),
@@ -400,6 +405,14 @@ pub fn correlate_with(cases: &[Case], opts: &Options, progress: &dyn Progress) -
             job_of[i] = Some(j);
         }
     }
+    // Each run's sampling: `--sample`'s, or none for a family `sample_families` leaves out.
+    let job_sample: Vec<Option<gpusim_sim_core::SampleOptions>> = unique
+        .iter()
+        .map(|(_, ids)| {
+            let family = &rows[ids[0]].family;
+            opts.sample.filter(|_| opts.sample_families.as_ref().is_none_or(|f| f.contains(family)))
+        })
+        .collect();
     let threads = opts.threads.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -423,7 +436,7 @@ pub fn correlate_with(cases: &[Case], opts: &Options, progress: &dyn Progress) -
             let r = match stopped() {
                 true => JobResult { interrupted: true, ..JobResult::default() },
                 false => {
-                    let r = crate::sim_options::with_options(opts.stop.clone(), opts.sample, || run_job(job));
+                    let r = crate::sim_options::with_options(opts.stop.clone(), job_sample[j], || run_job(job));
                     // A job stopped part-way is as good as not run.
                     if stopped() && r.value.as_ref().is_some_and(|v| v.is_err()) {
                         JobResult { interrupted: true, ..JobResult::default() }
@@ -456,7 +469,7 @@ pub fn correlate_with(cases: &[Case], opts: &Options, progress: &dyn Progress) -
         .filter(|r| r.status == Status::Simulated)
         .map(|r| Point {
             id: r.id.clone(),
-            group: r.kind.clone(),
+            group: r.family.clone(),
             sim: r.simulated.unwrap_or(f64::NAN),
             measured: r.published,
             weight: r.weight,
@@ -485,7 +498,10 @@ pub fn correlate_with(cases: &[Case], opts: &Options, progress: &dyn Progress) -
             data_files: opts.info.data_files.clone(),
             config_hashes,
             memory_model,
-            sampled: opts.sample.map(|o| o.to_string()),
+            sampled: opts.sample.map(|o| match &opts.sample_families {
+                Some(f) => format!("{o} ({})", f.iter().cloned().collect::<Vec<_>>().join(", ")),
+                None => o.to_string(),
+            }),
         },
         cases: rows,
         summary,

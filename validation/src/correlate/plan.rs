@@ -157,8 +157,12 @@ pub struct Options {
     /// marked interrupted. Cases already running finish.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Sample long kernels (`gpusim correlate --sample`; validated in `tests/sampling.rs`):
-    /// faster, within the sampling's error. The accuracy gate runs in full detail.
+    /// faster, within the sampling's error.
     pub sample: Option<gpusim_sim_core::SampleOptions>,
+    /// When set, `sample` applies only to the cases of these families (`CaseRow::family`):
+    /// the accuracy gate samples the families its file marks `sampled` and runs the others in
+    /// full detail.
+    pub sample_families: Option<std::collections::BTreeSet<String>>,
 }
 
 impl Default for Options {
@@ -171,6 +175,7 @@ impl Default for Options {
             info: RunInfo::default(),
             stop: None,
             sample: None,
+            sample_families: None,
         }
     }
 }

@@ -48,13 +48,25 @@
 //! memory-bound loop whose queues are still filling), or a CTA cannot skip (a warp already
 //! left its loop, its warps' loops differ), the kernel runs in detail.
 //!
+//! A grid of several waves whose CTAs are long loops (FlashAttention-2 at long sequences: ten
+//! waves of CTAs walking hundreds of key blocks) uses the iterations mode instead
+//! ([`iterations`]): every CTA skips the middle of its longest loop nest, and the skipped time
+//! comes from replaying the grid's dispatch with each CTA lengthened by its skipped iterations
+//! at its own measured rate. It is chosen at the grid's first CTA when the grid has fewer waves
+//! than the waves mode needs, or when that CTA's longest loop has at least
+//! [`iterations::PREFERRED_TRIPS`] flat iterations; never for a kernel of clusters.
+//!
 //! A kernel is sampled only when it runs alone when the measurement ends (no other kernel
 //! pulled and unfinished): the skipped time is added to its end, so kernels that depend on it
 //! launch that much later, but a kernel of another stream that starts during its tail would run
 //! as if the skipped time were not there; such a kernel is flagged `overlapped`.
 
+mod iterations;
+
 use gpusim_isa::program::MAX_PARAMS;
 use gpusim_isa::{CtaTrace, Inst, LoopNest, Program};
+
+pub(crate) use iterations::IterSampler;
 use serde::Serialize;
 
 use crate::kernel_run::{KernelRun, KernelStats};
@@ -113,10 +125,11 @@ impl SampleOptions {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Sampled {
     /// `waves`: CTAs of steady waves skipped and extrapolated; `loop`: iterations of every
-    /// CTA's main loop skipped (a grid of one wave).
+    /// CTA's main loop skipped (a grid of one wave); `iterations`: the middle of every CTA's
+    /// longest loop skipped (a grid of a few waves of long CTAs).
     pub method: String,
     /// `loop`: flat iterations of the main loop nest of the first CTA, and how many of them
-    /// every CTA skipped (0 for `waves`).
+    /// every CTA skipped (0 for `waves`). `iterations`: the longest CTA's, and what it skipped.
     pub loop_iterations: u64,
     pub skipped_loop_iterations: u64,
     /// CTAs simulated in detail, and CTAs skipped.
@@ -126,7 +139,7 @@ pub struct Sampled {
     pub skipped_warp_instructions: u64,
     /// Cycles added for the skipped CTAs (included in the kernel's cycles).
     pub extrapolated_cycles: u64,
-    /// Waves (loop mode: loop segments) the extrapolation was measured on.
+    /// Waves (loop mode: loop segments; iterations mode: CTAs) the extrapolation was measured on.
     pub measured_waves: u32,
     /// Estimated error of the kernel's cycles, in percent of them: the measured waves' spread of
     /// cycles per warp instruction over the extrapolated cycles.
@@ -157,7 +170,7 @@ enum Phase {
 
 /// Exact counts of the skipped CTAs.
 #[derive(Clone, Debug, Default)]
-struct Skipped {
+pub(crate) struct Skipped {
     ctas: u64,
     warp_insts: u64,
     thread_insts: u64,
@@ -260,6 +273,14 @@ pub(crate) struct KernelSampler {
     /// The measured waves (iterations) as mark index pairs: the error estimate's samples.
     measured: Vec<(usize, usize)>,
     overlapped: bool,
+    /// A grid of several waves whose mode (waves or iterations) is chosen at its first CTA.
+    undecided: bool,
+    /// CTA slots of the GPU for the kernel (a wave), and whether it launches clusters.
+    slots: u64,
+    clustered: bool,
+    ctas: u64,
+    /// `Some` in iterations mode.
+    pub(crate) iters: Option<IterSampler>,
 }
 
 /// A run of skipped work and the detailed stretches it is extrapolated from.
@@ -275,9 +296,11 @@ impl KernelSampler {
     /// The sampler of a kernel of `ctas` CTAs. Whether its grid is long enough is decided at its
     /// first retirement, when the number of CTAs resident at once (a wave) is known.
     /// `one_wave`: the whole grid is resident at once (loop mode).
-    pub(crate) fn new(opts: SampleOptions, ctas: u64, one_wave: bool) -> Option<KernelSampler> {
+    /// `slots`: CTAs resident at once on the whole GPU; `clustered`: it launches clusters.
+    pub(crate) fn new(opts: SampleOptions, ctas: u64, slots: u64, clustered: bool) -> Option<KernelSampler> {
         let opts = opts.clamped();
-        (one_wave || ctas >= opts.min_waves()).then(|| KernelSampler {
+        let one_wave = ctas <= slots;
+        Some(KernelSampler {
             opts,
             phase: Phase::Measuring,
             plan: one_wave.then(LoopPlan::default),
@@ -289,11 +312,42 @@ impl KernelSampler {
             next_boundary: 0,
             measured: Vec::new(),
             overlapped: false,
+            undecided: !one_wave,
+            slots,
+            clustered,
+            ctas,
+            iters: None,
         })
+    }
+
+    /// Chooses between waves and iterations mode at the grid's first CTA (see
+    /// [`iterations`]): iterations when the grid has too few waves for the waves mode, or when
+    /// the first CTA's longest loop is long, unless the kernel launches clusters.
+    fn decide(&mut self, first: &CtaTrace) {
+        self.undecided = false;
+        let coord = first.coord.as_array();
+        let trips = first
+            .warps
+            .iter()
+            .enumerate()
+            .filter_map(|(w, p)| {
+                let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+                p.longest_nest(&params).map(|n| n.trips)
+            })
+            .max()
+            .unwrap_or(0);
+        let few_waves = self.ctas < self.slots.saturating_mul(self.opts.min_waves());
+        if !self.clustered && (few_waves || trips >= iterations::PREFERRED_TRIPS) {
+            self.iters = Some(IterSampler::new(self.slots));
+            self.phase = Phase::Off;
+        }
     }
 
     /// A CTA of `k` retired at `now`. `alone`: no other kernel is pulled and unfinished.
     pub(crate) fn on_retire(&mut self, k: &KernelRun, now: u64, alone: bool) {
+        if self.iters.is_some() {
+            return;
+        }
         if self.plan.is_some() {
             if !alone && !matches!(self.phase, Phase::Off) {
                 self.overlapped = true;
@@ -384,6 +438,9 @@ impl KernelSampler {
 
     /// A CTA of the kernel is placed.
     pub(crate) fn placed(&mut self, cta: &CtaTrace) {
+        if self.undecided {
+            self.decide(cta);
+        }
         if let Some(plan) = self.plan.as_mut() {
             let coord = cta.coord.as_array();
             for (w, p) in cta.warps.iter().enumerate() {
@@ -500,7 +557,27 @@ impl KernelSampler {
     /// The kernel finished (its last detailed CTA retired): adds the skipped work's exact
     /// counts and extrapolated cycles, traffic and stalls to `k`, and records how it was
     /// sampled.
-    pub(crate) fn finish(&self, k: &mut KernelRun) {
+    pub(crate) fn finish(mut self, k: &mut KernelRun) {
+        // Iterations mode: one block, the whole detailed run its stretch; the cycles come from
+        // the dispatch replay, not from the stretch's cycles per instruction.
+        let mut replayed = None;
+        if let Some(it) = self.iters.take() {
+            let start = k.start.unwrap_or(0);
+            self.marks = vec![
+                Mark { cycle: start, stats: KernelStats::default() },
+                Mark { cycle: k.end, stats: k.stats.clone() },
+            ];
+            self.blocks = vec![Block { skipped: it.skipped.clone(), windows: vec![(0, 1)] }];
+            self.measured.clear();
+            self.overlapped = it.overlapped;
+            self.active_sms = it.sms_used();
+            replayed = Some((it.extrapolate(start), it.iterations(), it.measured()));
+            // The steady window's marks were taken in the shortened run: no window.
+            if it.skipped.warp_insts > 0 {
+                k.first_retire = None;
+                k.first_idle_slot = None;
+            }
+        }
         let mut all = Skipped::default();
         let mut extra = 0u64;
         let mut traffic = MemTraffic::default();
@@ -524,7 +601,10 @@ impl KernelSampler {
                 let d = win_insts as u128;
                 u64::try_from((num + d / 2) / d).unwrap_or(u64::MAX)
             };
-            extra += scale(d(&|m| m.cycle));
+            extra += match replayed {
+                Some(((cycles, _), _, _)) => cycles,
+                None => scale(d(&|m| m.cycle)),
+            };
             for r in StallReason::ALL {
                 stalls[r.index()] += scale(d(&|m| m.stats.stalls.get(r)));
             }
@@ -598,18 +678,24 @@ impl KernelSampler {
         let n = cpi.len() as f64;
         let mean = cpi.iter().sum::<f64>() / n.max(1.0);
         let var = if n > 1.0 { cpi.iter().map(|c| (c - mean) * (c - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
-        let rel = if mean > 0.0 { 2.0 * (var / n).sqrt() / mean } else { 0.0 };
+        let mut rel = if mean > 0.0 { 2.0 * (var / n).sqrt() / mean } else { 0.0 };
         let cycles = k.end.saturating_sub(k.start.unwrap_or(0)).max(1);
         let plan = self.plan.unwrap_or_default();
+        let (mut method, mut trips, mut skip, mut measured) =
+            (if self.plan.is_some() { "loop" } else { "waves" }, plan.trips, plan.skip, cpi.len() as u32);
+        if let Some(((_, spread), (t, s), m)) = replayed {
+            (method, trips, skip, measured) = ("iterations", t, s, m as u32);
+            rel = 2.0 * spread;
+        }
         k.sampled = Some(Sampled {
-            method: if self.plan.is_some() { "loop" } else { "waves" }.into(),
-            loop_iterations: plan.trips,
-            skipped_loop_iterations: plan.skip,
+            method: method.into(),
+            loop_iterations: trips,
+            skipped_loop_iterations: skip,
             detailed_ctas: k.ctas_done,
             skipped_ctas: all.ctas,
             skipped_warp_instructions: all.warp_insts,
             extrapolated_cycles: extra,
-            measured_waves: cpi.len() as u32,
+            measured_waves: measured,
             error_pct: 100.0 * rel * extra as f64 / cycles as f64,
             overlapped: self.overlapped,
         });

@@ -1,0 +1,217 @@
+//! Iterations mode: sampling a grid of a few waves of long CTAs (FlashAttention-2 at long
+//! sequences: ten waves, each CTA looping over hundreds of key blocks), which has too few waves
+//! to skip whole ones and too many CTAs to be a persistent loop.
+//!
+//! Every CTA placed while its kernel runs alone skips the middle of its longest loop nest
+//! ([`gpusim_isa::Program::longest_nest`]): it runs its first [`HEAD`] flat iterations and its
+//! last [`TAIL`] in detail, all its warps skipping the same ones (barriers stay paired), and the
+//! skipped iterations' instructions are counted exactly. Each CTA's own cycles per iteration are
+//! measured on its head, from the start of iteration 1 (the pipeline filled) to the start of
+//! iteration `HEAD`, by polling its warps every [`POLL_CYCLES`]; a CTA whose head the polls
+//! missed takes the mean of the others.
+//!
+//! The time the skipped iterations would have taken is not a constant per CTA: a CTA that runs
+//! longer holds its SM slot longer, so the CTAs after it start later, and only the ones on the
+//! critical path lengthen the kernel. The sampler replays the grid's dispatch at CTA-slot level
+//! (each CTA in launch order takes the slot that frees first) twice: with the durations the
+//! detailed run measured, and with each CTA lengthened by its skipped iterations times its own
+//! cycles per iteration. The difference of the two makespans is the kernel's extrapolated
+//! cycles. The replay is only a model of the dispatch, but the same model on both sides: its
+//! error cancels to first order, and the measured part keeps everything the replay leaves out
+//! (memory contention, the ramp-up, the tail's drain).
+//!
+//! What this does not see: a CTA's rate changing within its skipped iterations (its
+//! co-resident CTA finishing, the L2 working set growing as the CTA walks further through
+//! memory). tests/sampling.rs bounds the error against full detail.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use gpusim_isa::program::MAX_PARAMS;
+use gpusim_isa::{LoopNest, Program};
+
+use super::Skipped;
+use crate::kernel_run::KernelRun;
+use crate::sm::Sm;
+
+/// Flat iterations every CTA runs in detail before its skip: iteration 0 fills the pipeline,
+/// iterations 1..HEAD are its measured rate.
+pub(crate) const HEAD: u64 = 5;
+/// Flat iterations run in detail after the skip: the loop's drain and the epilogue's start.
+pub(crate) const TAIL: u64 = 2;
+/// How often the heads of CTAs being measured are looked at. An iteration of a long loop is
+/// thousands of cycles; the polls' offset is the same at both ends of the measured stretch, so
+/// it adds noise, not bias.
+pub(crate) const POLL_CYCLES: u64 = 64;
+/// A grid of at least the waves mode's minimum of waves uses iterations mode only when its
+/// first CTA's longest loop has this many flat iterations (a long K loop of a GEMM, a long
+/// sequence): then skipping iterations saves more than skipping waves.
+pub(crate) const PREFERRED_TRIPS: u64 = 32;
+
+/// One CTA of the grid, in placement order.
+#[derive(Clone, Debug)]
+struct IterCta {
+    sm: u32,
+    slot: u16,
+    placed: u64,
+    retired: Option<u64>,
+    /// The nest it skips in and how many flat iterations; `None`: it skips nothing.
+    skip: Option<(LoopNest, u64)>,
+    /// Cycle and (executed) iteration of the first poll that saw iteration 1 begun.
+    first: Option<(u64, u64)>,
+    /// Measured cycles per flat iteration.
+    rate: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IterSampler {
+    ctas: Vec<IterCta>,
+    /// Resident CTAs by `(sm, slot)`: their index in `ctas`.
+    live: BTreeMap<(u32, u16), usize>,
+    /// CTAs whose head is still being measured.
+    measuring: Vec<usize>,
+    next_poll: u64,
+    /// CTA slots of the whole GPU (one wave).
+    pub(crate) slots: u64,
+    pub(crate) skipped: Skipped,
+    pub(crate) overlapped: bool,
+}
+
+impl IterSampler {
+    pub(crate) fn new(slots: u64) -> IterSampler {
+        IterSampler { slots: slots.max(1), ..IterSampler::default() }
+    }
+
+    /// CTA slot `slot` of SM `sm` was just given a CTA of `k` at `now`. It skips when the
+    /// kernel runs `alone`.
+    pub(crate) fn placed(&mut self, k: &KernelRun, sm: &mut Sm, slot: u16, now: u64, alone: bool) {
+        let mut skip = None;
+        if alone {
+            let sk = &mut self.skipped;
+            skip = sm.skip_cta_iterations(
+                slot,
+                HEAD,
+                TAIL,
+                &mut |prog: &Program, params: &[i64; MAX_PARAMS], nest: &LoopNest, n: u64| {
+                    prog.for_each_in_nest_body(params, nest, n, |i, m| sk.count(k, i, m));
+                },
+            );
+        } else if self.skipped.warp_insts > 0 {
+            self.overlapped = true;
+        }
+        let i = self.ctas.len();
+        if skip.is_some() {
+            self.measuring.push(i);
+        }
+        self.ctas.push(IterCta { sm: sm.id, slot, placed: now, retired: None, skip, first: None, rate: None });
+        self.live.insert((sm.id, slot), i);
+    }
+
+    /// The CTA in `slot` of SM `sm` retired at `now`; `alone`: its kernel is the only one
+    /// running.
+    pub(crate) fn retired(&mut self, sm: u32, slot: u16, now: u64, alone: bool) {
+        if let Some(i) = self.live.remove(&(sm, slot)) {
+            self.ctas[i].retired = Some(now);
+            self.measuring.retain(|&j| j != i);
+        }
+        if !alone && self.skipped.warp_insts > 0 {
+            self.overlapped = true;
+        }
+    }
+
+    /// Looks at the heads being measured, at most every [`POLL_CYCLES`].
+    pub(crate) fn poll(&mut self, now: u64, sms: &[Sm]) {
+        if now < self.next_poll || self.measuring.is_empty() {
+            return;
+        }
+        self.next_poll = now + POLL_CYCLES;
+        let ctas = &mut self.ctas;
+        self.measuring.retain(|&i| {
+            let c = &mut ctas[i];
+            let Some((nest, count)) = c.skip else { return false };
+            let next = sms[c.sm as usize].cta_nest_next(c.slot, &nest);
+            if next == u64::MAX {
+                return false;
+            }
+            // The furthest warp's iteration, counted in iterations executed (past the skip,
+            // iteration `HEAD + count` is the `HEAD`-th executed).
+            let begun = next.saturating_sub(1);
+            let executed = if begun >= HEAD + count { begun - count } else { begun };
+            match c.first {
+                None if executed >= HEAD => false,
+                None if executed >= 1 => {
+                    c.first = Some((now, executed));
+                    true
+                }
+                None => true,
+                Some((at, from)) if executed >= HEAD => {
+                    c.rate = Some((now - at) as f64 / (executed - from) as f64);
+                    false
+                }
+                Some(_) => true,
+            }
+        });
+    }
+
+    /// Total iterations skipped, and the longest nest's trips with its skip.
+    pub(crate) fn iterations(&self) -> (u64, u64) {
+        self.ctas
+            .iter()
+            .filter_map(|c| c.skip)
+            .fold((0, 0), |(t, s), (n, k)| if n.trips > t { (n.trips, k) } else { (t, s) })
+    }
+
+    /// CTAs whose rate was measured.
+    pub(crate) fn measured(&self) -> usize {
+        self.ctas.iter().filter(|c| c.rate.is_some()).count()
+    }
+
+    /// SMs that ran a CTA of the kernel.
+    pub(crate) fn sms_used(&self) -> u64 {
+        let mut seen: Vec<u32> = self.ctas.iter().map(|c| c.sm).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len() as u64
+    }
+
+    /// The cycles the skipped iterations add to the kernel (see the module doc), and the
+    /// relative standard error of the measured rates (the error estimate's spread).
+    pub(crate) fn extrapolate(&self, start: u64) -> (u64, f64) {
+        let rates: Vec<f64> = self.ctas.iter().filter_map(|c| c.rate).collect();
+        let n = rates.len() as f64;
+        let mean = rates.iter().sum::<f64>() / n.max(1.0);
+        let var = if n > 1.0 { rates.iter().map(|r| (r - mean) * (r - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+        let rel = if mean > 0.0 { (var / n).sqrt() / mean } else { 0.0 };
+        let duration = |c: &IterCta| c.retired.map_or(0, |r| r.saturating_sub(c.placed));
+        let lengthened = |c: &IterCta| -> u64 {
+            let Some((_, count)) = c.skip else { return duration(c) };
+            // A CTA whose head the polls missed takes the others' mean; with none measured, its
+            // own life per iteration run (an overestimate: it includes the prologue).
+            let rate = c.rate.unwrap_or(if mean > 0.0 {
+                mean
+            } else {
+                let run = c.skip.map_or(1, |(n, k)| n.trips - k).max(1);
+                duration(c) as f64 / run as f64
+            });
+            duration(c) + (count as f64 * rate).round() as u64
+        };
+        let full = self.replay(start, lengthened);
+        let detailed = self.replay(start, duration);
+        (full.saturating_sub(detailed), rel)
+    }
+
+    /// The makespan of the grid dispatched in order onto `slots` CTA slots freed at `start`,
+    /// each CTA taking `time(cta)` cycles.
+    fn replay(&self, start: u64, time: impl Fn(&IterCta) -> u64) -> u64 {
+        let mut free: BinaryHeap<Reverse<u64>> =
+            (0..self.slots.min(self.ctas.len() as u64)).map(|_| Reverse(start)).collect();
+        let mut end = start;
+        for c in &self.ctas {
+            let Reverse(at) = free.pop().unwrap_or(Reverse(start));
+            let done = at + time(c);
+            end = end.max(done);
+            free.push(Reverse(done));
+        }
+        end
+    }
+}
