@@ -1,6 +1,7 @@
 //! Sampling (`SimOptions::sample`, `gpusim run --sample`) validated against full detail on every
 //! workload family: GEMM (Ampere waves, Hopper persistent loop), attention (FlashAttention-2
-//! waves, causal FlashAttention-3 with CTAs of unequal work), a MoE layer (grouped GEMMs and
+//! waves, FlashAttention-2 forward+backward in the iterations mode, causal FlashAttention-3 with
+//! CTAs of unequal work), a MoE layer (grouped GEMMs and
 //! streaming kernels in one graph) and a many-CTA streaming microbenchmark. The sampled run
 //! must count exactly the instructions and FLOPs of the full one, and its time must be within
 //! the bound: mean error ≤ 2%, max ≤ 5%. Every case must actually be sampled, or it

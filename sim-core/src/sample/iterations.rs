@@ -215,3 +215,35 @@ impl IterSampler {
         end
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cta(placed: u64, retired: u64, skip: u64, rate: Option<f64>) -> IterCta {
+        let mut b = gpusim_isa::ProgramBuilder::new("loop");
+        b.begin_loop((skip + HEAD + TAIL) as u32).unwrap();
+        b.inst(gpusim_isa::Inst::new(0));
+        b.end_loop().unwrap();
+        let nest = b.finish().unwrap().longest_nest(&[0; MAX_PARAMS]).unwrap();
+        IterCta { sm: 0, slot: 0, placed, retired: Some(retired), skip: Some((nest, skip)), first: None, rate }
+    }
+
+    /// Three CTAs on two slots: the third starts when the first slot frees, so the skipped time
+    /// of the first and the third is on the critical path, the second's is not.
+    #[test]
+    fn the_replay_adds_the_critical_path_of_the_lengthened_grid() {
+        let mut s = IterSampler::new(2);
+        s.ctas = vec![cta(0, 100, 10, Some(5.0)), cta(0, 100, 10, Some(5.0)), cta(100, 200, 10, Some(5.0))];
+        // Detailed makespan 200; lengthened by 50 each: 150 + 150 = 300.
+        assert_eq!(s.extrapolate(0).0, 100);
+        // A slow CTA on the other slot becomes the critical path: 100 + 10 × 30 = 400 against 300.
+        s.ctas[1].rate = Some(30.0);
+        assert_eq!(s.extrapolate(0).0, 200);
+        // A CTA whose rate was not measured takes the mean of the others' (5 and 30).
+        s.ctas[2].rate = None;
+        let mean: f64 = (5.0 + 30.0) / 2.0;
+        let third = 100 + (10.0 * mean).round() as u64;
+        assert_eq!(s.extrapolate(0).0, (150 + third).max(400) - 200);
+    }
+}
