@@ -270,6 +270,11 @@ pub fn report(r: &Report, source: &str) -> String {
     out
 }
 
+/// `part` as a percentage of `whole`, one decimal.
+fn percent(part: u64, whole: u64) -> String {
+    format!("{:.1}%", if whole > 0 { 100.0 * part as f64 / whole as f64 } else { 0.0 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,9 +286,4 @@ mod tests {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 * 1024 * 1024), "3.00 MiB");
     }
-}
-
-/// `part` as a percentage of `whole`, one decimal.
-fn percent(part: u64, whole: u64) -> String {
-    format!("{:.1}%", if whole > 0 { 100.0 * part as f64 / whole as f64 } else { 0.0 })
 }

@@ -206,6 +206,20 @@ mod tests {
         }
     }
 
+    /// `sampled = true` marks the families judged on sampled runs, per table.
+    #[test]
+    fn sampled_families_come_from_the_lines() {
+        let text = format!(
+            "{GATE}\n[family.attention-fa2]\nmax_mape_pct = 8\nmin_cases = 22\nsampled = true\n\n[calibrated.gemm]\nmax_mape_pct = 6\nmin_cases = 19\n"
+        );
+        let g = Gate::parse(Path::new("g.toml"), &text).unwrap();
+        assert_eq!(g.sampled_families(Presets::BuiltIn).into_iter().collect::<Vec<_>>(), ["attention-fa2"]);
+        assert!(g.sampled_families(Presets::Calibrated).is_empty());
+        assert!(!g.family["gemm"].sampled, "full detail unless a line says otherwise");
+        let bad = format!("{GATE}\n[family.moe]\nmax_mape_pct = 8\nmin_cases = 2\nsampled = 1\n");
+        assert!(Gate::parse(Path::new("g.toml"), &bad).is_err());
+    }
+
     #[test]
     fn only_tightening_is_allowed() {
         let old = Gate::parse(Path::new("old"), GATE).unwrap();

@@ -43,10 +43,10 @@ pub(crate) const TAIL: u64 = 2;
 /// thousands of cycles; the polls' offset is the same at both ends of the measured stretch, so
 /// it adds noise, not bias.
 pub(crate) const POLL_CYCLES: u64 = 64;
-/// A grid of at least the waves mode's minimum of waves uses iterations mode only when its
-/// first CTA's longest loop has this many flat iterations (a long K loop of a GEMM, a long
-/// sequence): then skipping iterations saves more than skipping waves.
-pub(crate) const PREFERRED_TRIPS: u64 = 32;
+/// A grid of enough waves for the waves mode uses the iterations mode only when its first CTA's
+/// longest loop has at least this many flat iterations (twice those kept in detail) and the
+/// mode would keep a smaller share of the grid in detail ([`super`]'s choice).
+pub(crate) const MIN_TRIPS: u64 = 2 * (HEAD + TAIL);
 
 /// One CTA of the grid, in placement order.
 #[derive(Clone, Debug)]

@@ -53,8 +53,10 @@
 //! ([`iterations`]): every CTA skips the middle of its longest loop nest, and the skipped time
 //! comes from replaying the grid's dispatch with each CTA lengthened by its skipped iterations
 //! at its own measured rate. It is chosen at the grid's first CTA when the grid has fewer waves
-//! than the waves mode needs, or when that CTA's longest loop has at least
-//! [`iterations::PREFERRED_TRIPS`] flat iterations; never for a kernel of clusters.
+//! than the waves mode needs, or when it would simulate a smaller share of the grid in detail:
+//! `HEAD + TAIL` of that CTA's longest loop (at least [`iterations::MIN_TRIPS`] flat
+//! iterations) against the waves mode's minimum of waves out of the grid's; never for a kernel
+//! of clusters.
 //!
 //! A kernel is sampled only when it runs alone when the measurement ends (no other kernel
 //! pulled and unfinished): the skipped time is added to its end, so kernels that depend on it
@@ -336,8 +338,14 @@ impl KernelSampler {
             })
             .max()
             .unwrap_or(0);
-        let few_waves = self.ctas < self.slots.saturating_mul(self.opts.min_waves());
-        if !self.clustered && (few_waves || trips >= iterations::PREFERRED_TRIPS) {
+        // The share of the grid each mode simulates in detail: the waves mode about its minimum
+        // of waves out of the grid's, the iterations mode HEAD + TAIL out of a CTA's trips.
+        let waves = self.ctas as f64 / self.slots.max(1) as f64;
+        let few_waves = waves < self.opts.min_waves() as f64;
+        let kept = (iterations::HEAD + iterations::TAIL) as f64;
+        let iterations_gain =
+            trips >= iterations::MIN_TRIPS && kept * waves < self.opts.min_waves() as f64 * trips as f64;
+        if !self.clustered && (few_waves || iterations_gain) {
             self.iters = Some(IterSampler::new(self.slots));
             self.phase = Phase::Off;
         }

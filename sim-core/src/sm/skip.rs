@@ -75,6 +75,10 @@ impl Sm {
     }
 }
 
+/// Told, for each warp that will skip, its program, parameters, nest and the flat iterations
+/// it skips.
+pub(crate) type SkippedBody<'a> = dyn FnMut(&Program, &[i64; MAX_PARAMS], &LoopNest, u64) + 'a;
+
 impl Sm {
     /// Iterations-mode sampling: makes every warp of CTA slot `cs` run flat iterations
     /// `0..head` of its longest loop nest ([`Program::longest_nest`]), skip to
@@ -88,7 +92,7 @@ impl Sm {
         cs: u16,
         head: u64,
         tail: u64,
-        skipped: &mut dyn FnMut(&Program, &[i64; MAX_PARAMS], &LoopNest, u64),
+        skipped: &mut SkippedBody<'_>,
     ) -> Option<(LoopNest, u64)> {
         let c = &self.ctas[cs as usize];
         let mut shared: Option<LoopNest> = None;

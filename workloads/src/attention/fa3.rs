@@ -93,6 +93,8 @@ pub struct Plan {
     pub dv: u64,
     /// Element bytes of Q, K, V (1 for fp8, 2 otherwise); O is 16-bit.
     pub e: u64,
+    /// Input type of Q, K, V.
+    pub dtype: Dtype,
     pub fp8: bool,
     pub causal: bool,
     /// Consumer warpgroups.
@@ -194,6 +196,7 @@ pub fn plan(spec: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
         d,
         dv,
         e,
+        dtype: spec.dtype,
         fp8,
         causal: spec.causal,
         cons,
@@ -569,7 +572,7 @@ fn softmax(c: &mut Code, rg: &Regs, rescale: bool, mask: bool) {
 fn convert_p(c: &mut Code, pl: &Plan, rg: &Regs) {
     let per = rg.el / rg.pv;
     for i in 0..rg.pv {
-        let op = if pl.fp8 { "F2FP.SATFINITE.E4M3.F32.PACK_AB" } else { "F2FP.F16.F32.PACK_AB" };
+        let op = if pl.fp8 { "F2FP.SATFINITE.E4M3.F32.PACK_AB" } else { pl.dtype.pack() };
         c.op(op, &[r(rg.p + i)], &[rr(rg.s + per * i, per)]);
     }
 }
@@ -579,7 +582,13 @@ fn consumer(pl: &Plan, g: &Geo, ops: &mut OpTable, count: &Count, wg: u64) -> Re
     let mut c = Code::new(ops, &format!("consumer_wg{}", wg + 1));
     let rg = regs(pl);
     let ki = if pl.fp8 { 32 } else { 16 };
-    let ty = if pl.fp8 { "F32.E4M3.E4M3" } else { "F32" };
+    // The accumulator type, then the input type (`HGMMA.64x176x16.F32.BF16` for bf16, as ptxas
+    // prints it; fp16 inputs are implied by `.F32` alone).
+    let ty = match pl.dtype {
+        Dtype::Fp8 => "F32.E4M3.E4M3",
+        Dtype::Fp16 => "F32",
+        _ => "F32.BF16",
+    };
     let base = if pl.fp8 { "QGMMA" } else { "HGMMA" };
     let qk = format!("{base}.64x{}x{ki}.{ty}", pl.bn);
     let pv = format!("{base}.64x{}x{ki}.{ty}", pl.dv);
@@ -713,7 +722,8 @@ fn consumer(pl: &Plan, g: &Geo, ops: &mut OpTable, count: &Count, wg: u64) -> Re
     };
     for k in 0..rows.div_ceil(512) {
         let v = rr(rg.o + (4 * k as u8) % rg.ov, 4);
-        c.op("F2FP.F16.F32.PACK_AB", &[v], &[v]);
+        // O is fp16 for fp16 inputs, bf16 otherwise (FA3's fp8 forward writes bf16).
+        c.op(if pl.dtype == Dtype::Fp16 { "F2FP.F16.F32.PACK_AB" } else { "F2FP.BF16.F32.PACK_AB" }, &[v], &[v]);
         c.mem("STSM.16.M88.4", &[], &[r(TID), v], Addr::at(o_smem + 512 * k).term(Var::Warp, rows as i64));
     }
     c.op("FENCE.VIEW.ASYNC.S", &[], &[]);
