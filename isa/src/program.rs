@@ -426,6 +426,12 @@ impl Program {
         self.executed_in(&params, 0, self.steps.len(), 1, f);
     }
 
+    /// [`Program::for_each_executed`] with the warp's parameters already evaluated
+    /// ([`Program::eval_params`]).
+    pub fn executed_with(&self, params: &[i64; MAX_PARAMS], f: impl FnMut(&Inst, u64)) {
+        self.executed_in(params, 0, self.steps.len(), 1, f);
+    }
+
     /// [`Program::for_each_executed`] over the balanced steps `from..to`, each execution of them
     /// counting `times`.
     fn executed_in(

@@ -64,28 +64,58 @@ pub trait TraceSource {
 
 /// The not yet pulled rest of a kernel, read into memory: what the engine keeps of a kernel
 /// whose source it must let go of to read later kernels of a sequential trace.
+///
+/// Held as runs of consecutive CTAs that run the same programs ([`CtaRun`]), so its size is that
+/// of the kernel's layout, not of its grid: a softmax kernel of 262,144 one-program CTAs held one
+/// `CtaTrace` each came to 70 MB.
 pub struct BufferedKernel {
     info: KernelInfo,
     ops: OpTable,
-    ctas: std::collections::VecDeque<CtaTrace>,
+    runs: std::collections::VecDeque<CtaRun>,
     /// The error that ended the reading: handed out after the CTAs read before it, where the
     /// source itself would have returned it.
     error: Option<TraceError>,
 }
 
 impl BufferedKernel {
-    /// Reads every remaining CTA of `ks`. An error is kept, not returned: the CTAs before it
-    /// still run, and the error comes when the consumer reaches it.
+    /// Reads every remaining CTA of `ks`, a run at a time where the source can skip runs. An
+    /// error is kept, not returned: the CTAs before it still run, and the error comes when the
+    /// consumer reaches it.
     pub fn drain(ks: &mut dyn KernelSource) -> BufferedKernel {
-        let mut ctas = std::collections::VecDeque::new();
+        let grid = ks.info().grid;
+        let mut runs: std::collections::VecDeque<CtaRun> = std::collections::VecDeque::new();
         let error = loop {
-            match ks.next_cta() {
-                Ok(Some(c)) => ctas.push_back(c),
-                Ok(None) => break None,
+            let run = match ks.skip_run(u64::MAX) {
+                Ok(Some(r)) => r,
+                Ok(None) => match ks.next_cta() {
+                    Ok(Some(c)) => CtaRun { first: grid.linear(c.coord), count: 1, warps: c.warps },
+                    Ok(None) => break None,
+                    Err(e) => break Some(e),
+                },
                 Err(e) => break Some(e),
+            };
+            if run.count == 0 {
+                continue;
+            }
+            match runs.back_mut() {
+                Some(last)
+                    if last.first.checked_add(last.count) == Some(run.first)
+                        && last.warps.len() == run.warps.len()
+                        && last.warps.iter().zip(&run.warps).all(|(a, b)| Arc::ptr_eq(a, b)) =>
+                {
+                    last.count += run.count
+                }
+                _ => runs.push_back(run),
             }
         };
-        BufferedKernel { info: ks.info().clone(), ops: ks.ops().clone(), ctas, error }
+        BufferedKernel { info: ks.info().clone(), ops: ks.ops().clone(), runs, error }
+    }
+
+    fn end(&self) -> Result<Option<CtaRun>, TraceError> {
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(None),
+        }
     }
 }
 
@@ -97,13 +127,27 @@ impl KernelSource for BufferedKernel {
         &self.ops
     }
     fn next_cta(&mut self) -> Result<Option<CtaTrace>, TraceError> {
-        match self.ctas.pop_front() {
-            Some(c) => Ok(Some(c)),
-            None => match &self.error {
-                Some(e) => Err(e.clone()),
-                None => Ok(None),
-            },
+        let Some(run) = self.runs.front_mut() else { return self.end().map(|_| None) };
+        let cta = CtaTrace { coord: self.info.grid.unlinear(run.first), warps: run.warps.clone() };
+        run.first += 1;
+        run.count -= 1;
+        if run.count == 0 {
+            self.runs.pop_front();
         }
+        Ok(Some(cta))
+    }
+    fn skip_run(&mut self, max: u64) -> Result<Option<CtaRun>, TraceError> {
+        let Some(run) = self.runs.front_mut() else { return self.end() };
+        if max == 0 {
+            return Ok(None);
+        }
+        if run.count <= max {
+            return Ok(self.runs.pop_front());
+        }
+        let part = CtaRun { first: run.first, count: max, warps: run.warps.clone() };
+        run.first += max;
+        run.count -= max;
+        Ok(Some(part))
     }
 }
 

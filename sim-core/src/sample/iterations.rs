@@ -26,11 +26,12 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
 
 use gpusim_isa::program::MAX_PARAMS;
 use gpusim_isa::{LoopNest, Program};
 
-use super::Skipped;
+use super::{SkipMemo, Skipped};
 use crate::kernel_run::KernelRun;
 use crate::sm::Sm;
 
@@ -75,6 +76,8 @@ pub(crate) struct IterSampler {
     pub(crate) slots: u64,
     pub(crate) skipped: Skipped,
     pub(crate) overlapped: bool,
+    /// The skipped iterations counted once per program, parameters and count.
+    memo: SkipMemo,
 }
 
 impl IterSampler {
@@ -87,13 +90,13 @@ impl IterSampler {
     pub(crate) fn placed(&mut self, k: &KernelRun, sm: &mut Sm, slot: u16, now: u64, alone: bool) {
         let mut skip = None;
         if alone {
-            let sk = &mut self.skipped;
+            let (sk, memo) = (&mut self.skipped, &mut self.memo);
             skip = sm.skip_cta_iterations(
                 slot,
                 HEAD,
                 TAIL,
-                &mut |prog: &Program, params: &[i64; MAX_PARAMS], nest: &LoopNest, n: u64| {
-                    prog.for_each_in_nest_body(params, nest, n, |i, m| sk.count(k, i, m));
+                &mut |prog: &Arc<Program>, params: &[i64; MAX_PARAMS], nest: &LoopNest, n: u64| {
+                    memo.add(sk, k, prog, params, Some((nest, n)));
                 },
             );
         } else if self.skipped.warp_insts > 0 {

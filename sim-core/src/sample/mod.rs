@@ -65,8 +65,10 @@
 
 mod iterations;
 
+use std::sync::Arc;
+
 use gpusim_isa::program::MAX_PARAMS;
-use gpusim_isa::{CtaTrace, Inst, LoopNest, Program};
+use gpusim_isa::{CtaTrace, Dim3, Inst, LoopNest, Program};
 
 pub(crate) use iterations::IterSampler;
 use serde::Serialize;
@@ -218,6 +220,60 @@ impl Skipped {
     }
 }
 
+/// Skipped counts of single warps, by program, parameters and the part of the program counted:
+/// the CTAs of a grid run a few programs with a few parameter sets (often one), and counting a
+/// warp walks every instruction of its program, which made the counting of skipped softmax
+/// CTAs (262,144 of them in unfused attention at 8k tokens) a sixth of a sampled run. Each
+/// entry holds its program, so a pointer in the memo is never reused by another program.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SkipMemo {
+    entries: Vec<MemoEntry>,
+}
+
+/// What one warp skips, and what it depends on.
+#[derive(Clone, Debug)]
+struct MemoEntry {
+    prog: Arc<Program>,
+    params: [i64; MAX_PARAMS],
+    /// `None`: the whole program; else the nest's step and levels and the flat iterations.
+    part: Option<(u32, u32, u64)>,
+    counts: Skipped,
+}
+
+/// Entries a [`SkipMemo`] keeps; the oldest goes first.
+const MEMO_ENTRIES: usize = 16;
+
+impl SkipMemo {
+    /// Adds to `into` what one warp running `prog` with `params` skips: the whole program
+    /// (`body = None`), or `times` flat iterations of `nest`'s body.
+    pub(crate) fn add(
+        &mut self,
+        into: &mut Skipped,
+        k: &KernelRun,
+        prog: &Arc<Program>,
+        params: &[i64; MAX_PARAMS],
+        body: Option<(&LoopNest, u64)>,
+    ) {
+        let part = body.map(|(n, t)| (n.step, n.levels as u32, t));
+        if let Some(e) =
+            self.entries.iter().find(|e| Arc::ptr_eq(&e.prog, prog) && e.params == *params && e.part == part)
+        {
+            into.add(&e.counts);
+            return;
+        }
+        let mut one = Skipped::default();
+        match body {
+            None => prog.executed_with(params, |i, n| one.count(k, i, n)),
+            Some((nest, times)) => prog.for_each_in_nest_body(params, nest, times, |i, n| one.count(k, i, n)),
+        }
+        into.add(&one);
+        if self.entries.len() == MEMO_ENTRIES {
+            self.entries.remove(0);
+        }
+        self.entries.push(MemoEntry { prog: prog.clone(), params: *params, part, counts: one });
+    }
+}
+
 /// Loop mode's state.
 #[derive(Clone, Copy, Debug, Default)]
 struct LoopPlan {
@@ -247,6 +303,9 @@ fn steady(a: &Mark, b: &Mark, c: &Mark) -> bool {
     let mean = (c1 + c2) / 2.0;
     mean > 0.0 && (c1 - c2).abs() <= WAVES_STEADY_TOLERANCE * mean
 }
+
+/// CTAs of a grid whose longest loops decide between the waves and the iterations mode.
+const DECIDE_SAMPLES: u64 = 64;
 
 /// Loop mode: three consecutive segments agree (the throughput is steady) when their
 /// cycles per instruction differ by at most this fraction of their mean.
@@ -283,6 +342,8 @@ pub(crate) struct KernelSampler {
     ctas: u64,
     /// `Some` in iterations mode.
     pub(crate) iters: Option<IterSampler>,
+    /// Waves mode: the skipped CTAs' warps counted once per program and parameters.
+    memo: SkipMemo,
 }
 
 /// A run of skipped work and the detailed stretches it is extrapolated from.
@@ -319,32 +380,47 @@ impl KernelSampler {
             clustered,
             ctas,
             iters: None,
+            memo: SkipMemo::default(),
         })
     }
 
     /// Chooses between waves and iterations mode at the grid's first CTA (see
     /// [`iterations`]): iterations when the grid has too few waves for the waves mode, or when
-    /// the first CTA's longest loop is long, unless the kernel launches clusters.
-    fn decide(&mut self, first: &CtaTrace) {
+    /// it would keep a smaller share of the grid in detail, unless the kernel launches clusters.
+    ///
+    /// The share is estimated over [`DECIDE_SAMPLES`] CTAs spread evenly over the grid, each
+    /// running the first CTA's programs at its own coordinate: a causal grid's first CTA walks
+    /// one key block and its last the whole sequence, so the first CTA alone would judge the
+    /// grid by its lightest CTA.
+    fn decide(&mut self, first: &CtaTrace, grid: Dim3) {
         self.undecided = false;
-        let coord = first.coord.as_array();
-        let trips = first
-            .warps
-            .iter()
-            .enumerate()
-            .filter_map(|(w, p)| {
-                let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
-                p.longest_nest(&params).map(|n| n.trips)
+        let n = self.ctas.clamp(1, DECIDE_SAMPLES);
+        let trips: Vec<u64> = (0..n)
+            .map(|i| {
+                let linear = if n > 1 { i * (self.ctas - 1) / (n - 1) } else { 0 };
+                let coord = if i == 0 { first.coord } else { grid.unlinear(linear) }.as_array();
+                first
+                    .warps
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(w, p)| {
+                        let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+                        p.longest_nest(&params).map(|n| n.trips)
+                    })
+                    .max()
+                    .unwrap_or(0)
             })
-            .max()
-            .unwrap_or(0);
+            .collect();
         // The share of the grid each mode simulates in detail: the waves mode about its minimum
-        // of waves out of the grid's, the iterations mode HEAD + TAIL out of a CTA's trips.
+        // of waves out of the grid's, the iterations mode HEAD + TAIL of each CTA's trips.
         let waves = self.ctas as f64 / self.slots.max(1) as f64;
         let few_waves = waves < self.opts.min_waves() as f64;
-        let kept = (iterations::HEAD + iterations::TAIL) as f64;
+        let kept = iterations::HEAD + iterations::TAIL;
+        let all: u64 = trips.iter().sum();
+        let detailed: u64 = trips.iter().map(|&t| t.min(kept)).sum();
+        let longest = trips.iter().copied().max().unwrap_or(0);
         let iterations_gain =
-            trips >= iterations::MIN_TRIPS && kept * waves < self.opts.min_waves() as f64 * trips as f64;
+            longest >= iterations::MIN_TRIPS && (detailed as f64) * waves < self.opts.min_waves() as f64 * all as f64;
         if !self.clustered && (few_waves || iterations_gain) {
             self.iters = Some(IterSampler::new(self.slots));
             self.phase = Phase::Off;
@@ -445,9 +521,9 @@ impl KernelSampler {
     }
 
     /// A CTA of the kernel is placed.
-    pub(crate) fn placed(&mut self, cta: &CtaTrace) {
+    pub(crate) fn placed(&mut self, cta: &CtaTrace, grid: Dim3) {
         if self.undecided {
-            self.decide(cta);
+            self.decide(cta, grid);
         }
         if let Some(plan) = self.plan.as_mut() {
             let coord = cta.coord.as_array();
@@ -548,8 +624,10 @@ impl KernelSampler {
     /// Counts `cta` of `k` as skipped (the kernel's op timing must cover its ops).
     pub(crate) fn skip(&mut self, k: &KernelRun, cta: &CtaTrace) {
         let Some(b) = self.blocks.last_mut() else { return };
+        let coord = cta.coord.as_array();
         for (w, prog) in cta.warps.iter().enumerate() {
-            prog.for_each_executed(cta.coord.as_array(), w as u32, |inst, n| b.skipped.count(k, inst, n));
+            let params = if prog.params.is_empty() { [0; MAX_PARAMS] } else { prog.eval_params(coord, w as u32) };
+            self.memo.add(&mut b.skipped, k, prog, &params, None);
         }
         b.skipped.ctas += 1;
         if let Phase::Skipping(n) = self.phase {

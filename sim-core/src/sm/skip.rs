@@ -1,6 +1,8 @@
 //! Loop-mode sampling on the SM ([`crate::sample`]): how far each resident CTA's warps are in
 //! their main loop nests, and making them all skip the same iterations.
 
+use std::sync::Arc;
+
 use gpusim_isa::program::MAX_PARAMS;
 use gpusim_isa::{LoopNest, Program};
 
@@ -77,7 +79,7 @@ impl Sm {
 
 /// Told, for each warp that will skip, its program, parameters, nest and the flat iterations
 /// it skips.
-pub(crate) type SkippedBody<'a> = dyn FnMut(&Program, &[i64; MAX_PARAMS], &LoopNest, u64) + 'a;
+pub(crate) type SkippedBody<'a> = dyn FnMut(&Arc<Program>, &[i64; MAX_PARAMS], &LoopNest, u64) + 'a;
 
 impl Sm {
     /// Iterations-mode sampling: makes every warp of CTA slot `cs` run flat iterations
