@@ -54,9 +54,10 @@
 //! comes from replaying the grid's dispatch with each CTA lengthened by its skipped iterations
 //! at its own measured rate. It is chosen at the grid's first CTA when the grid has fewer waves
 //! than the waves mode needs, or when it would simulate a smaller share of the grid in detail:
-//! `HEAD + TAIL` of that CTA's longest loop (at least [`iterations::MIN_TRIPS`] flat
-//! iterations) against the waves mode's minimum of waves out of the grid's; never for a kernel
-//! of clusters.
+//! `HEAD + TAIL` of each CTA's longest loop, over 64 CTAs spread over the grid running the
+//! first CTA's programs (a causal grid's CTAs walk from one key block to all of them; the
+//! longest at least [`iterations::MIN_TRIPS`] flat iterations), against the waves mode's
+//! minimum of waves out of the grid's; never for a kernel of clusters.
 //!
 //! A kernel is sampled only when it runs alone when the measurement ends (no other kernel
 //! pulled and unfinished): the skipped time is added to its end, so kernels that depend on it
