@@ -125,7 +125,8 @@ pub enum Semantics {
     MemBarrier,
     /// `LDGSTS` (cp.async): global → shared copy, completion tracked by groups.
     AsyncCopy,
-    /// `LDGDEPBAR` (cp.async.commit_group): closes the current group of async copies.
+    /// `LDGDEPBAR` (cp.async.commit_group), `UTMACMDFLUSH` (cp.async.bulk.commit_group): closes
+    /// the current group of async copies (bulk stores and reductions).
     AsyncCommit,
     /// `DEPBAR.LE SB0, N` (cp.async.wait_group N): wait until at most N groups are pending.
     AsyncWait,
@@ -135,6 +136,10 @@ pub enum Semantics {
     TmaStore,
     /// Bulk copy (`UBLKCP`), completes on an mbarrier.
     BulkCopy,
+    /// Bulk reduction shared → global (`UBLKRED`, `cp.reduce.async.bulk`): a read-modify-write of
+    /// global memory at the L2, like `RED`; completes in the issuing warp's bulk async-group
+    /// (`UTMACMDFLUSH` commits it, `DEPBAR.LE SB0, N` waits for it), not on an mbarrier.
+    BulkReduce,
     /// mbarrier arrive (`SYNCS.ARRIVE...`), possibly with an expected transaction byte count.
     MbarArrive,
     /// mbarrier initialisation (`SYNCS.EXCH.64`); the immediate, when given, is the arrival count.
@@ -215,6 +220,11 @@ impl OpcodeEntry {
     }
     const fn since(mut self, sm: u8) -> Self {
         self.since_sm = sm;
+        self
+    }
+    /// The instruction writes memory (a bulk store or reduction, which has no width).
+    const fn stores(mut self) -> Self {
+        self.store = true;
         self
     }
     const fn width(mut self, w: u8) -> Self {
@@ -367,7 +377,7 @@ pub static OPCODES: &[OpcodeEntry] = &[
     mem("TLD4", M::Texture, 400, true, false),
     e("UBLKCP", U::Mem, 500, 1).sem(S::BulkCopy).since(90),
     e("UBLKPF", U::Mem, 4, 1).since(90),
-    e("UBLKRED", U::Mem, 500, 1).sem(S::BulkCopy).since(90),
+    e("UBLKRED", U::Mem, 500, 1).sem(S::BulkReduce).stores().since(90),
     e("UBMSK", U::Uniform, 2, 1),
     e("UBREV", U::Uniform, 2, 1),
     e("UCLEA", U::Uniform, 2, 1),
@@ -393,6 +403,8 @@ pub static OPCODES: &[OpcodeEntry] = &[
     e("UTCIMMA", U::Tensor, 64, 1).sem(S::WgmmaAsync).since(100),
     e("UTCQMMA", U::Tensor, 64, 1).sem(S::WgmmaAsync).since(100),
     e("UTMACCTL", U::Mem, 4, 1).since(90),
+    // cp.async.bulk.commit_group: closes the warp's group of bulk stores and reductions.
+    e("UTMACMDFLUSH", U::Sync, 4, 1).sem(S::AsyncCommit).since(90),
     e("UTMALDG", U::Mem, 500, 1).sem(S::TmaLoad).since(90),
     e("UTMAPF", U::Mem, 4, 1).since(90),
     e("UTMASTG", U::Mem, 500, 1).sem(S::TmaStore).since(90),
@@ -605,6 +617,8 @@ fn apply_modifiers(d: &mut OpDesc, mods: &[&str]) {
             "U8" | "S8" if is_mem => d.width = 1,
             "U16" | "S16" if is_mem => d.width = 2,
             "32" if is_mem => d.width = 4,
+            // A vector reduction (`red.global.add.v4.f32`): 16 bytes per lane.
+            "F32x4" if is_mem => d.width = 16,
             "BYPASS" | "CG" | "CS" | "LU" | "CV" | "STRONG" if is_mem => d.bypass_l1 = true,
             "SHARED" if d.mem == MemSpace::Generic => d.mem = MemSpace::Shared,
             "MULTICAST" => d.multicast = true,
@@ -710,6 +724,14 @@ mod tests {
         let d = decode("LDG.E.128.SYS");
         assert!(d.known && d.load && d.mem == MemSpace::Global);
         assert_eq!(d.width, 16);
+
+        // A float4 reduction moves 16 bytes per lane; a bulk reduction writes global memory.
+        let d = decode("REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU");
+        assert!(d.store && !d.load && d.semantics == Semantics::Reduction);
+        assert_eq!(d.width, 16);
+        let d = decode("UBLKRED.G.S.ADD.F32.RN");
+        assert!(d.store && d.semantics == Semantics::BulkReduce);
+        assert_eq!(decode("UTMACMDFLUSH").semantics, Semantics::AsyncCommit);
 
         let d = decode("HMMA.16816.F32.BF16");
         assert_eq!(d.unit, UnitClass::Tensor);

@@ -28,7 +28,7 @@ pub enum OpKind {
     AsyncCopy,
     AsyncCommit,
     AsyncWait,
-    /// TMA or bulk copy: one instruction moves `bulk_bytes`.
+    /// TMA or bulk copy (or bulk reduction): one instruction moves `bulk_bytes`.
     Bulk,
     Branch,
     Exit,
@@ -114,7 +114,7 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         Semantics::AsyncCopy => OpKind::AsyncCopy,
         Semantics::AsyncCommit => OpKind::AsyncCommit,
         Semantics::AsyncWait => OpKind::AsyncWait,
-        Semantics::TmaLoad | Semantics::TmaStore | Semantics::BulkCopy => OpKind::Bulk,
+        Semantics::TmaLoad | Semantics::TmaStore | Semantics::BulkCopy | Semantics::BulkReduce => OpKind::Bulk,
         Semantics::WgmmaAsync => OpKind::WgmmaAsync,
         Semantics::WgmmaWait => OpKind::WgmmaWait,
         Semantics::MbarWait => OpKind::MbarWait,

@@ -421,3 +421,74 @@ fn warpgroup_mma_operands_from_shared_memory_occupy_the_port() {
     let rs = wgmma_port_cycles(16, true) - wgmma_port_cycles(8, true);
     assert_eq!(rs, 8 * 256);
 }
+
+/// One warp: `op` (a bulk copy or reduction) of `bytes` at a cold global address, then (when
+/// `wait`) `UTMACMDFLUSH` + `DEPBAR.LE SB0, 0`, FlashAttention-3's `tma_store_arrive` and
+/// `tma_store_wait<0>` after its dQ reduce-add.
+fn bulk_store_run(op: &str, bytes: u32, wait: bool) -> gpusim_sim_core::Report {
+    let a = arch(1);
+    let mut kb = KB::new("bulk", 1, 32);
+    let mut b = ProgramBuilder::new("p");
+    let copy = kb.inst(op, None, &[]);
+    b.mem_inst(copy, gpusim_isa::AddrExpr::constant(1 << 30), gpusim_isa::Lanes::Stride(0), bytes);
+    if wait {
+        let flush = kb.inst("UTMACMDFLUSH", None, &[]);
+        let mut dep = kb.inst("DEPBAR.LE", None, &[]);
+        dep.imm = 0;
+        b.inst(flush).inst(dep);
+    }
+    let exit = kb.inst("EXIT", None, &[]);
+    b.inst(exit);
+    let p = kb.program(b.finish().unwrap());
+    kb.all_warps(p);
+    run1(&a, kb.build())
+}
+
+#[test]
+fn bulk_reduce_add_writes_global_at_the_l2_and_completes_in_the_bulk_group() {
+    // 4 KiB reduce-added shared → global: the L2 takes its 128 sectors as a `RED` write (no DRAM
+    // read of the destination), where a bulk load of the same bytes reads them from DRAM.
+    let red = bulk_store_run("UBLKRED.G.S.ADD.F32.RN", 4096, true);
+    let k = &red.kernels[0];
+    assert_eq!(k.memory.traffic.l2.bytes, 4096, "{:?}", k.memory.traffic);
+    assert_eq!(k.memory.traffic.dram.bytes, 0, "{:?}", k.memory.traffic);
+    let load = bulk_store_run("UBLKCP.S.G", 4096, false);
+    assert!(load.kernels[0].memory.traffic.dram.bytes >= 4096);
+    // The group's wait lasts until the L2 has acknowledged the last line, with no DRAM round trip:
+    // the 32nd 128-byte line leaves the SM's 64 B/cycle port 62 cycles after the first, the L2
+    // acknowledges it 200 cycles later, and the wait starts 3 cycles after the reduction issued
+    // (flush, then the DEPBAR's next cycle).
+    assert_eq!(k.stalls["long_scoreboard"], 200 + 62 - 3, "{:?}", k.stalls);
+    let no_wait = bulk_store_run("UBLKRED.G.S.ADD.F32.RN", 4096, false);
+    assert_eq!(no_wait.kernels[0].stalls.get("long_scoreboard"), None, "{:?}", no_wait.kernels[0].stalls);
+}
+
+#[test]
+fn a_bulk_reduction_does_not_complete_the_warps_armed_mbarrier() {
+    // The warp arms a barrier for 4 KiB, reduce-adds 4 KiB elsewhere, then after a 200-FFMA
+    // dependent chain (800 cycles) loads the 4 KiB the barrier waits for: the phase completes
+    // with that load (≥ 500 cycles later), not with the reduction.
+    let a = arch(1);
+    let mut kb = KB::new("armed", 1, 32);
+    let bar = gpusim_isa::AddrExpr::constant(0x100);
+    let z = gpusim_isa::Lanes::Stride(0);
+    let mut b = ProgramBuilder::new("p");
+    let mut init = kb.inst("SYNCS.EXCH.64", None, &[]);
+    init.imm = 1;
+    let mut arrive = kb.inst("SYNCS.ARRIVE.TRANS64", None, &[]);
+    arrive.imm = 4096;
+    let red = kb.inst("UBLKRED.G.S.ADD.F32.RN", None, &[]);
+    let load = kb.inst("UBLKCP.S.G", None, &[]);
+    let wait = kb.inst("SYNCS.PHASECHK.TRANS64.TRYWAIT", None, &[]);
+    b.mem_inst(init, bar, z, 0).mem_inst(arrive, bar, z, 0);
+    b.mem_inst(red, gpusim_isa::AddrExpr::constant(1 << 30), z, 4096);
+    for _ in 0..200 {
+        let f = kb.inst("FFMA", Some(10), &[10, 2, 10]);
+        b.inst(f);
+    }
+    b.mem_inst(load, gpusim_isa::AddrExpr::constant(1 << 31), z, 4096).mem_inst(wait, bar, z, 0);
+    let k = kb.build_with(b);
+    let r = run1(&a, k);
+    let st = &r.kernels[0].stalls;
+    assert!(st["barrier"] >= 500, "{st:?}");
+}

@@ -130,6 +130,15 @@ impl Sm {
                 self.w.cursor[s].advance();
                 return self.fetch(s, now, until, StallReason::LongScoreboard, k, done);
             }
+            OpKind::Bulk if t.store => {
+                // Shared → global (a bulk reduction; `UTMASTG` is not marked a store yet): the
+                // warp's bulk async-group tracks it (`UTMACMDFLUSH`, `DEPBAR.LE SB0, N`); it
+                // completes on no mbarrier.
+                let d = self.bulk_access(s, &inst, &t, now, k, mem);
+                let g = &mut self.w.async_groups[s];
+                g.open = g.open.max(d);
+                self.w.mem_drain[s] = self.w.mem_drain[s].max(d);
+            }
             OpKind::Bulk => {
                 let d = self.bulk_access(s, &inst, &t, now, k, mem);
                 let cs = self.w.cta_slot[s] as usize;
@@ -427,7 +436,7 @@ impl Sm {
         start + self.p.shared_latency.max(1) + wavefronts as u64 - 1
     }
 
-    /// A bulk copy of `bytes` contiguous bytes from the instruction's base address.
+    /// A bulk copy or reduction of `bytes` contiguous bytes at the instruction's base address.
     fn bulk_access(
         &mut self,
         s: usize,
@@ -447,6 +456,13 @@ impl Sm {
         let n = (base.saturating_add(bytes - 1) - first) / sector + 1;
         let start = self.port_free.max(now);
         let mut done = start + 1;
+        // A bulk reduction read-modify-writes at the L2 as `RED` does (shared memory is its
+        // source); a bulk load's data goes to shared memory.
+        let kind = match k.descs[inst.op as usize].semantics {
+            gpusim_isa::Semantics::BulkReduce => AccessKind::Reduction,
+            _ if t.store => AccessKind::Store,
+            _ => AccessKind::AsyncLoad,
+        };
         let mut chunk = [0u64; super::coalesce::MAX_SECTORS];
         let mut i = 0;
         while i < n {
@@ -454,7 +470,6 @@ impl Sm {
             for (j, c) in chunk[..m].iter_mut().enumerate() {
                 *c = first.wrapping_add((i + j as u64) * sector);
             }
-            let kind = if t.store { AccessKind::Store } else { AccessKind::AsyncLoad };
             let req = MemRequest { sm: self.id, kind, space: MemSpace::Global, sectors: &chunk[..m], bypass_l1: true };
             let out = mem.access(start, &req);
             let tr = &mut k.stats.traffic;

@@ -129,18 +129,13 @@ fn err(s: String) -> WorkloadError {
     WorkloadError(s)
 }
 
-/// The plan of `spec` on `arch`, or why this recipe does not build it.
-pub fn plan(spec: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
+/// What both passes of the recipe need of the problem and the chip: compute capability 9.x;
+/// dense, fixed-length, unsplit attention; a causal mask that leaves every query row a key.
+pub(super) fn check(spec: &AttnSpec, arch: &Arch) -> Result<(), WorkloadError> {
     if !(90..100).contains(&arch.compute_capability) {
         return Err(err(format!(
             "recipe fa3 needs compute capability 9.x (TMA, wgmma); {} is {} (use recipe = fa2)",
             arch.name, arch.compute_capability
-        )));
-    }
-    let (d, dv) = (spec.headdim, spec.headdim_v());
-    if d > 256 || dv > 256 || !d.is_multiple_of(16) || !dv.is_multiple_of(16) {
-        return Err(err(format!(
-            "recipe fa3 builds head dims that are multiples of 16 up to 256; headdim = {d}, headdim_v = {dv}"
         )));
     }
     if spec.page_size.is_some() || spec.varlen.is_some() || spec.num_splits.is_some_and(|n| n > 1) {
@@ -154,6 +149,19 @@ pub fn plan(spec: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
     if spec.causal && sk < sq {
         return Err(err(format!("causal with seqlen_kv = {sk} < seqlen = {sq} leaves rows with no keys")));
     }
+    Ok(())
+}
+
+/// The plan of `spec` on `arch`, or why this recipe does not build it.
+pub fn plan(spec: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
+    check(spec, arch)?;
+    let (d, dv) = (spec.headdim, spec.headdim_v());
+    if d > 256 || dv > 256 || !d.is_multiple_of(16) || !dv.is_multiple_of(16) {
+        return Err(err(format!(
+            "recipe fa3 builds head dims that are multiples of 16 up to 256; headdim = {d}, headdim_v = {dv}"
+        )));
+    }
+    let (sq, sk) = (spec.seqlen, spec.seqlen_kv());
     let fp8 = spec.dtype == Dtype::Fp8;
     let e = spec.dtype.bytes();
     let (bm, bn, rs) = tile(d, dv, spec.causal, fp8);
@@ -246,7 +254,7 @@ pub fn fwd(spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
         (Dim3::new(pl.grid as u32, 1, 1), Count::Fixed(pl.n_blocks))
     };
     let mut programs = vec![producer(&pl, &g, &mut ops, &count)?];
-    programs.push(if pl.fp8 { transposer(&pl, &g, &mut ops, &count)? } else { idle(&pl, &mut ops) });
+    programs.push(if pl.fp8 { transposer(&pl, &g, &mut ops, &count)? } else { idle(pl.prod_regs, &mut ops) });
     for wg in 0..pl.cons {
         programs.push(consumer(&pl, &g, &mut ops, &count, wg)?);
     }
@@ -282,10 +290,12 @@ struct Geo {
     t: Tensors,
 }
 
-/// KV blocks per tile: the same for all, or a table by `cta.x` (causal).
-enum Count {
+/// Blocks a CTA's loop visits: the same for all, a table by `cta.x` (causal), or a per-CTA
+/// parameter the program already has (at least 1 for every CTA).
+pub(super) enum Count {
     Fixed(u64),
     Table(Arc<[i64]>),
+    Param(Var),
 }
 
 /// Where a CTA's current tile is: its index for Q/O, and the byte offsets of its KV head.
@@ -328,7 +338,7 @@ fn tile_loop(c: &mut Code, pl: &Plan, g: &Geo) -> Result<(TileAt, bool), Workloa
 /// Emits the KV steps of a tile: `step(j, stage of j)` for j in 1..n, then `last(n−1, its
 /// stage)`. Stages alternate (2-stage rings), so steps run in pairs; under a per-CTA count the
 /// odd step and the last block run in loops of 0 or 1 iterations of fixed parity.
-fn kv_steps(
+pub(super) fn kv_steps(
     c: &mut Code,
     count: &Count,
     step: &mut dyn FnMut(&mut Code, &Affine, u64),
@@ -348,9 +358,15 @@ fn kv_steps(
             }
             last(c, &Affine::konst(n - 1), (n - 1) % 2);
         }
-        Count::Table(t) => {
-            let tab = c.table(t.clone());
-            let n = c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaX, 1) });
+        Count::Table(_) | Count::Param(_) => {
+            let n = match count {
+                Count::Param(n) => *n,
+                Count::Table(t) => {
+                    let tab = c.table(t.clone());
+                    c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaX, 1) })
+                }
+                Count::Fixed(_) => unreachable!("matched above"),
+            };
             let pairs = c.param(CtaParam { offset: -1, div: 2, lo: 0, ..CtaParam::default() }.with(n, 1));
             let odd = c.param(CtaParam::constant(-1).with(n, 1).with(pairs, -2));
             let even = c.param(CtaParam::constant(1).with(odd, -1));
@@ -372,10 +388,10 @@ fn kv_steps(
     Ok(())
 }
 
-/// Registers.
-const TID: u8 = 0;
-const PHASE: u8 = 1;
-const TX: u8 = 2;
+/// Registers: thread id, mbarrier phase, transaction bytes, loop counter.
+pub(super) const TID: u8 = 0;
+pub(super) const PHASE: u8 = 1;
+pub(super) const TX: u8 = 2;
 const CNT: u8 = 4;
 /// Row max (2 rows × 2 partials), row sum partials, rescale factors.
 const MAX: u8 = 8;
@@ -406,16 +422,19 @@ enum Bar {
     VtFull,
 }
 
-fn named(id: u8, threads: u64) -> i32 {
+/// The immediate of `BAR.SYNC id, threads` / `BAR.ARV id, threads`.
+pub(super) fn named(id: u8, threads: u64) -> i32 {
     BarrierOperand::named(id, threads as u32).map(|b| b.imm()).unwrap_or(0)
 }
 
-fn wait(c: &mut Code, a: Addr) {
+/// An mbarrier wait: try-wait on the barrier at `a`, branch back while its phase is not done.
+pub(super) fn wait(c: &mut Code, a: Addr) {
     c.mem("SYNCS.PHASECHK.TRANS64.TRYWAIT", &[pred(0)], &[r(PHASE)], a);
     c.op("BRA", &[], &[pred(0)]);
 }
 
-fn loop_control(c: &mut Code) {
+/// The tail of a loop iteration: counter, compare, branch.
+pub(super) fn loop_control(c: &mut Code) {
     c.op("IADD3", &[r(CNT)], &[r(CNT)]).op("ISETP.NE.AND", &[pred(1)], &[r(CNT)]);
     c.op("BRA", &[], &[pred(1)]);
 }
@@ -469,11 +488,11 @@ fn producer(pl: &Plan, g: &Geo, ops: &mut OpTable, count: &Count) -> Result<Prog
     Ok(c.finish())
 }
 
-/// Warps 1–3 of the producer warpgroup: 16-bit, they give their registers back and leave; fp8,
-/// they transpose each V block into the K-major Vt the fp8 wgmma needs.
-fn idle(pl: &Plan, ops: &mut OpTable) -> Program {
+/// Warps of the producer warpgroup without a role (1–3 in the 16-bit forward): they give their
+/// registers back (down to `prod_regs`) and leave; fp8 forwards transpose V instead.
+pub(super) fn idle(prod_regs: i32, ops: &mut OpTable) -> Program {
     let mut c = Code::new(ops, "producer_idle");
-    c.op_imm("USETMAXREG.DEALLOC.CTAPOOL", &[], &[], pl.prod_regs);
+    c.op_imm("USETMAXREG.DEALLOC.CTAPOOL", &[], &[], prod_regs);
     c.op("BAR.SYNC.DEFER_BLOCKING", &[], &[]);
     c.op("EXIT", &[], &[]);
     c.finish()
@@ -577,21 +596,24 @@ fn convert_p(c: &mut Code, pl: &Plan, rg: &Regs) {
     }
 }
 
+/// The warpgroup MMA of `dtype` inputs with fp32 accumulation, `64×n` per instruction: the
+/// accumulator type, then the input type (`HGMMA.64x176x16.F32.BF16` for bf16, as ptxas prints
+/// it; fp16 inputs are implied by `.F32` alone; fp8 `QGMMA.64xnx32`).
+pub(super) fn gmma(dtype: Dtype, n: u64) -> String {
+    match dtype {
+        Dtype::Fp8 => format!("QGMMA.64x{n}x32.F32.E4M3.E4M3"),
+        Dtype::Fp16 => format!("HGMMA.64x{n}x16.F32"),
+        _ => format!("HGMMA.64x{n}x16.F32.BF16"),
+    }
+}
+
 /// Consumer warpgroup `wg` (0-based): the S = QKᵀ, softmax, O += PV loop of every tile.
 fn consumer(pl: &Plan, g: &Geo, ops: &mut OpTable, count: &Count, wg: u64) -> Result<Program, WorkloadError> {
     let mut c = Code::new(ops, &format!("consumer_wg{}", wg + 1));
     let rg = regs(pl);
     let ki = if pl.fp8 { 32 } else { 16 };
-    // The accumulator type, then the input type (`HGMMA.64x176x16.F32.BF16` for bf16, as ptxas
-    // prints it; fp16 inputs are implied by `.F32` alone).
-    let ty = match pl.dtype {
-        Dtype::Fp8 => "F32.E4M3.E4M3",
-        Dtype::Fp16 => "F32",
-        _ => "F32.BF16",
-    };
-    let base = if pl.fp8 { "QGMMA" } else { "HGMMA" };
-    let qk = format!("{base}.64x{}x{ki}.{ty}", pl.bn);
-    let pv = format!("{base}.64x{}x{ki}.{ty}", pl.dv);
+    let qk = gmma(pl.dtype, pl.bn);
+    let pv = gmma(pl.dtype, pl.dv);
     let sched = 128 * pl.cons;
     let others: Vec<u64> = (0..pl.cons).filter(|&w| w != wg).collect();
     c.op_imm("USETMAXREG.TRY_ALLOC.CTAPOOL", &[], &[], pl.cons_regs);

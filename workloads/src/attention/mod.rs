@@ -3,7 +3,9 @@
 //! dims, causal, pass, dtype, paging, varlen).
 //!
 //! - [`Recipe::Fa2`]: FlashAttention-2's sm80 kernels (forward; backward as its three kernels).
-//! - [`Recipe::Fa3`]: FlashAttention-3's warp-specialised sm90a forward and backward.
+//! - [`Recipe::Fa3`]: FlashAttention-3's warp-specialised sm90a forward ([`fa3`]) and backward
+//!   ([`fa3_bwd`]: preprocess, the TMA/wgmma dQ/dK/dV kernel with its bulk reduce-add of dQ,
+//!   postprocess; under GQA two more postprocess kernels for dK and dV).
 //! - [`Recipe::Decode`]: split-KV decode (flash-decoding) over a contiguous or paged KV cache,
 //!   with its combine kernel.
 //! - [`Recipe::MlaDecode`]: FlashMLA's dense MLA decode.
@@ -27,6 +29,7 @@ pub mod decode;
 pub mod fa2;
 pub mod fa2_bwd;
 pub mod fa3;
+pub mod fa3_bwd;
 pub mod mla;
 mod sm80;
 mod spec;
@@ -77,7 +80,7 @@ fn build(recipe: Recipe, spec: &AttnSpec, arch: &Arch) -> Result<Trace, Workload
     match recipe {
         Recipe::Fa2 => passes(spec, arch, fa2::forward, Some(fa2_bwd::backward)),
         Recipe::Standard => passes(spec, arch, standard::forward, Some(standard::backward)),
-        Recipe::Fa3 => passes(spec, arch, fa3::fwd, None),
+        Recipe::Fa3 => passes(spec, arch, fa3::fwd, Some(fa3_bwd::backward)),
         Recipe::Decode => passes(spec, arch, decode::fwd, None),
         Recipe::MlaDecode => passes(spec, arch, mla::fwd, None),
     }
