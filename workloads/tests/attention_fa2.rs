@@ -2,11 +2,12 @@
 //! of FA2's sm80 kernels (../shared/notes/kernel-designs.md §1-2), per-CTA causal trip counts,
 //! GQA address sharing and varlen early exits.
 
+mod attention_common;
+
 use std::collections::BTreeMap;
 
 use gpusim_configs::{Arch, load_preset};
 use gpusim_isa::{Cursor, KernelTrace, Trace, binary};
-use gpusim_sim_core::occupancy;
 use gpusim_workloads::attention::{self, AttnSpec, Pass, Recipe};
 use gpusim_workloads::gemm::tensor_flops;
 
@@ -19,16 +20,7 @@ fn fa2(b: u64, h: u64, s: u64, d: u64) -> AttnSpec {
 }
 
 fn trace(s: &AttnSpec) -> Trace {
-    let arch = a100();
-    let t = attention::generate(s, &arch).unwrap_or_else(|e| panic!("{s}: {e}")).trace;
-    for k in &t.kernels {
-        k.check().unwrap();
-        let unknown: Vec<&str> = k.ops.iter().filter(|(_, d)| !d.known).map(|(_, d)| d.mnemonic.as_str()).collect();
-        assert!(unknown.is_empty(), "{s}: unknown opcodes {unknown:?}");
-        let o = occupancy(&arch, &k.info).unwrap();
-        assert!(o.ctas_per_sm >= 1, "{s}: {o:?}");
-    }
-    t
+    attention_common::checked_trace(s, &a100())
 }
 
 /// Dynamic instruction counts by base mnemonic of warp `w` of CTA `cta`.

@@ -4,11 +4,13 @@
 //! postprocess kernels, the kernel chain, the refusals, and one simulated trend against the
 //! forward on H100.
 
+mod attention_common;
+
 use std::collections::BTreeMap;
 
 use gpusim_configs::{Arch, load_preset};
 use gpusim_isa::{Cursor, Dim3, KernelTrace, MemTraceSource, Trace};
-use gpusim_sim_core::{SimOptions, occupancy, simulate};
+use gpusim_sim_core::{SimOptions, simulate};
 use gpusim_workloads::attention::fa3_bwd::{BwdTile, bwd_plan, bwd_tile, kernel_headdim};
 use gpusim_workloads::attention::{self, AttnSpec, Pass, Recipe};
 use gpusim_workloads::gemm::{Dtype, tensor_flops};
@@ -30,16 +32,7 @@ fn bwd(b: u64, h: u64, s: u64, d: u64) -> AttnSpec {
 }
 
 fn trace(s: &AttnSpec) -> Trace {
-    let arch = h100();
-    let t = attention::generate(s, &arch).unwrap_or_else(|e| panic!("{s}: {e}")).trace;
-    for k in &t.kernels {
-        k.check().unwrap();
-        let unknown: Vec<&str> = k.ops.iter().filter(|(_, d)| !d.known).map(|(_, d)| d.mnemonic.as_str()).collect();
-        assert!(unknown.is_empty(), "{s}: unknown opcodes {unknown:?}");
-        let o = occupancy(&arch, &k.info).unwrap();
-        assert!(o.ctas_per_sm >= 1, "{s}: {}: {o:?}", k.info.name);
-    }
-    t
+    attention_common::checked_trace(s, &h100())
 }
 
 /// Dynamic instruction counts by base mnemonic (and by full mnemonic, prefixed `=`) of warp `w`
