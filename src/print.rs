@@ -72,6 +72,12 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
                     s.skipped_loop_iterations, s.loop_iterations
                 )
             }
+            "inner" => format!(
+                "the middle of every tile's inner loop skipped in every CTA ({} of {} iterations per tile), {} of the warp instructions",
+                s.skipped_loop_iterations,
+                s.loop_iterations,
+                percent(s.skipped_warp_instructions, k.warp_instructions)
+            ),
             "iterations" => format!(
                 "the middle of every CTA's longest loop skipped (up to {} of {} iterations), {} of the warp instructions",
                 s.skipped_loop_iterations,
@@ -89,7 +95,7 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
             s.measured_waves,
             match s.method.as_str() {
                 "loop" => "segments",
-                "iterations" => "CTAs",
+                "iterations" | "inner" => "CTAs",
                 _ => "waves",
             },
             s.error_pct,

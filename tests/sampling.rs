@@ -180,6 +180,13 @@ fn ci_cases() -> Vec<Case> {
                 ("pass", "fwdbwd"),
             ],
         ),
+        // Persistent, 170 tiles on 132 CTAs of 21 key-block iterations each: the inner mode.
+        generated(
+            "FA3 fwd persistent b1 h4 s8192 d64 (H100)",
+            "attention",
+            "h100-sxm5-80gb",
+            &[("batch", "1"), ("heads", "4"), ("seqlen", "8192"), ("headdim", "64")],
+        ),
         moe("MoE layer 8192 tok, 64 experts top-6, DeepGEMM (H100)", deepgemm_moe),
         moe("MoE layer 8192 tok, 64 experts top-6, fused (H100)", small_moe),
         stream_many_ctas(32 * 1024),

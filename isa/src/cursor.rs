@@ -30,6 +30,16 @@ pub struct Cursor {
     skip_to: u64,
     skip_step: u32,
     skip_levels: u8,
+    /// A skip repeated at every entry of an inner nest ([`Cursor::skip_inner`]): in each flat
+    /// iteration of the outer nest at step `outer_step`, the inner nest at step `inner_step`
+    /// (loop frame `inner_depth`, `inner_levels` deep) runs flat iterations `0..inner_head`,
+    /// then jumps to `inner_to`. `inner_depth == 0`: none (an inner nest is never at frame 0).
+    outer_step: u32,
+    inner_step: u32,
+    inner_depth: u8,
+    inner_levels: u8,
+    inner_head: u64,
+    inner_to: u64,
     /// [`Program::tile_levels`]: the loop levels whose counters the tile parameters follow.
     tile_levels: u8,
 }
@@ -88,6 +98,25 @@ impl Cursor {
                 }
                 Step::EndLoop { .. } => {
                     let d = self.depth as usize - 1;
+                    if self.inner_depth != 0 && d + 1 == (self.inner_depth + self.inner_levels) as usize {
+                        let id = self.inner_depth as usize;
+                        if self.frames[id].start == self.inner_step {
+                            let flat = self.frames[id..=d].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64);
+                            if flat + 1 == self.inner_head {
+                                let mut t = self.inner_to;
+                                for f in self.frames[id..=d].iter_mut().rev() {
+                                    f.iter = (t % f.count as u64) as u32;
+                                    t /= f.count as u64;
+                                }
+                                self.pc = self.frames[d].start + 1;
+                                let inner_tiles = self.tile_levels >> id << id;
+                                if inner_tiles != 0 {
+                                    self.level_changed(prog, inner_tiles.trailing_zeros() as usize);
+                                }
+                                continue;
+                            }
+                        }
+                    }
                     if self.skip_at != 0 && d + 1 == self.skip_levels as usize && self.frames[0].start == self.skip_step
                     {
                         let flat = self.frames[..=d].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64);
@@ -136,6 +165,62 @@ impl Cursor {
         self.skip_to = to;
         self.skip_step = nest.step;
         self.skip_levels = nest.levels;
+    }
+
+    /// Makes the warp skip flat iterations `head..inner.trips - tail` of `inner` in every flat
+    /// iteration of `outer`: `outer` is the program's main loop nest ([`Program::loop_nest`])
+    /// and `inner` a nest inside its body ([`Program::inner_nest`]), both with this cursor's
+    /// parameters. Trip counts never follow loop counters, so every entry skips the same
+    /// iterations. Ignored unless `0 < head` and `head + tail < inner.trips`. As with
+    /// [`Cursor::skip_iterations`], every warp that synchronises with others must skip alike.
+    pub fn skip_inner(&mut self, outer: &LoopNest, inner: &LoopNest, head: u64, tail: u64) {
+        let to = inner.trips.saturating_sub(tail);
+        if head == 0 || head >= to || outer.levels as usize + inner.levels as usize > MAX_LOOP_DEPTH {
+            return;
+        }
+        self.outer_step = outer.step;
+        self.inner_step = inner.step;
+        self.inner_depth = outer.levels;
+        self.inner_levels = inner.levels;
+        self.inner_head = head;
+        self.inner_to = to;
+    }
+
+    /// Whether a [`Cursor::skip_inner`] rule is set.
+    pub fn skips_inner(&self) -> bool {
+        self.inner_depth != 0
+    }
+
+    /// Where the warp stands against its [`Cursor::skip_inner`] rule: the outer nest's flat
+    /// iteration and the inner iterations it has executed in it (the one begun counts, the
+    /// skipped ones do not; `u64::MAX` once past the inner nest in that iteration). `(0, 0)`
+    /// before the outer nest; `None` once it has left it, or without a rule. Meaningful after
+    /// a [`Cursor::peek`].
+    pub fn inner_progress(&self) -> Option<(u64, u64)> {
+        let id = self.inner_depth as usize;
+        if id == 0 {
+            return None;
+        }
+        let depth = self.depth as usize;
+        if depth == 0 || self.frames[0].start != self.outer_step {
+            let before = if depth == 0 { self.pc <= self.outer_step } else { self.frames[0].start < self.outer_step };
+            return before.then_some((0, 0));
+        }
+        if depth < id {
+            // Only between the levels of a perfectly nested outer nest, never after a peek.
+            return None;
+        }
+        let outer = self.frames[..id].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64);
+        let levels = self.inner_levels as usize;
+        let inner = if depth >= id + levels && self.frames[id].start == self.inner_step {
+            let pos = self.frames[id..id + levels].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64);
+            if pos >= self.inner_to { pos - (self.inner_to - self.inner_head) } else { pos }
+        } else {
+            // In the outer body around the inner nest: before it, or after it.
+            let at = if depth == id { self.pc } else { self.frames[id].start };
+            if at <= self.inner_step { 0 } else { u64::MAX }
+        };
+        Some((outer, inner))
     }
 
     /// The flat iteration of `nest` the warp is in (0 while still before the nest), or `None`
@@ -355,6 +440,75 @@ mod tests {
             m += 1;
         }
         assert_eq!(m, p.dynamic_len());
+    }
+
+    /// A persistent kernel's shape: 3 tiles (a two-level tile nest, 3 × 1), each a prologue, a
+    /// key-block loop of 10 with a short loop before it, and an epilogue. Skipping inner
+    /// iterations 2..7 runs 0, 1, 7, 8, 9 of every tile, with their own loop variables, and
+    /// `inner_progress` counts the executed ones.
+    #[test]
+    fn skips_the_middle_of_an_inner_nest_in_every_tile() {
+        let mut b = ProgramBuilder::new("persistent");
+        b.inst(Inst::new(0));
+        b.begin_loop(3).unwrap();
+        b.begin_loop(1).unwrap();
+        b.inst(Inst::new(1));
+        b.begin_loop(2).unwrap();
+        b.inst(Inst::new(5));
+        b.end_loop().unwrap();
+        b.begin_loop(10).unwrap();
+        let e = AddrExpr::constant(0).with(Var::Loop(0), 100).with(Var::Loop(2), 1);
+        b.mem_inst(Inst::new(2), e, Lanes::Stride(4), 0);
+        b.inst(Inst::new(3));
+        b.end_loop().unwrap();
+        b.inst(Inst::new(4));
+        b.end_loop().unwrap();
+        b.end_loop().unwrap();
+        b.inst(Inst::new(9));
+        let p = b.finish().unwrap();
+        let c0 = Cursor::new(&p, [0, 0, 0], 0);
+        let outer = p.loop_nest(c0.params()).expect("the tile nest");
+        assert_eq!((outer.levels, outer.trips, outer.body), (2, 3, 1 + 2 + 20 + 1));
+        let inner = p.inner_nest(c0.params(), &outer).expect("the key-block loop");
+        assert_eq!((inner.levels, inner.trips, inner.body, inner.before), (1, 10, 2, 1 + 2));
+        let mut skipped = 0;
+        p.for_each_in_nest_body(c0.params(), &inner, 3 * 5, |_, n| skipped += n);
+        assert_eq!(skipped, 3 * 5 * 2);
+
+        let mut c = c0;
+        assert_eq!(c.inner_progress(), None, "no rule yet");
+        c.skip_inner(&outer, &inner, 2, 3);
+        assert_eq!(c.inner_progress(), Some((0, 0)), "before the tile nest");
+        let (mut n, mut addrs, mut progress) = (0u64, Vec::new(), Vec::new());
+        while let Some(i) = c.peek(&p) {
+            let i = *i;
+            if let Some(a) = c.base_address(&p, &i) {
+                addrs.push(a);
+                progress.push(c.inner_progress().unwrap());
+            }
+            if i.op == 4 {
+                assert_eq!(c.inner_progress().map(|x| x.1), Some(u64::MAX), "past the inner nest");
+            }
+            c.advance();
+            n += 1;
+        }
+        let tile = |t: u64| [0, 1, 7, 8, 9].map(|k| 100 * t + k);
+        assert_eq!(addrs, [tile(0), tile(1), tile(2)].concat());
+        let executed = |t: u64| (0..5).map(move |k| (t, k));
+        assert_eq!(progress, executed(0).chain(executed(1)).chain(executed(2)).collect::<Vec<_>>());
+        assert_eq!(c.inner_progress(), None, "past the tile nest");
+        assert_eq!(n, p.dynamic_len() - skipped);
+        // Out-of-range rules are ignored.
+        for (head, tail) in [(0, 3), (5, 5), (8, 3)] {
+            let mut c = c0;
+            c.skip_inner(&outer, &inner, head, tail);
+            let mut m = 0;
+            while c.peek(&p).is_some() {
+                c.advance();
+                m += 1;
+            }
+            assert_eq!(m, p.dynamic_len(), "head {head} tail {tail}");
+        }
     }
 
     /// A FlashAttention-2-like program: a 2-trip loop (the masked key blocks) before a 10-trip

@@ -20,6 +20,13 @@
 //! error cancels to first order, and the measured part keeps everything the replay leaves out
 //! (memory contention, the ramp-up, the tail's drain).
 //!
+//! The inner mode ([`IterSampler::new_inner`], a persistent grid of one wave) skips instead,
+//! in every CTA, the middle of the nest inside the main loop nest, in every flat iteration of
+//! it: each tile runs the first `HEAD` and last `TAIL` iterations of its key-block (or K) loop.
+//! The rate is measured on the first tile's head, from the slowest warp: a producer warp fills
+//! the pipeline's stages ahead of its consumers, and would start the measurement early. The
+//! replay is the same; with one wave it is the latest CTA's lengthened end.
+//!
 //! What this does not see: a CTA's rate changing within its skipped iterations (its
 //! co-resident CTA finishing, the L2 working set growing as the CTA walks further through
 //! memory). tests/sampling.rs bounds the error against full detail.
@@ -49,6 +56,15 @@ pub(crate) const POLL_CYCLES: u64 = 64;
 /// mode would keep a smaller share of the grid in detail ([`super`]'s choice).
 pub(crate) const MIN_TRIPS: u64 = 2 * (HEAD + TAIL);
 
+/// The main loop nest of a warp running `prog` with `params` and the nest inside its body:
+/// `Some(None)` for a warp without a loop (an idle producer), `None` for a looping warp without
+/// an inner nest.
+pub(crate) fn warp_nests(prog: &Program, params: &[i64; MAX_PARAMS]) -> Option<Option<(LoopNest, LoopNest)>> {
+    let Some(outer) = prog.loop_nest(params) else { return Some(None) };
+    let inner = prog.inner_nest(params, &outer)?;
+    Some(Some((outer, inner)))
+}
+
 /// One CTA of the grid, in placement order.
 #[derive(Clone, Debug)]
 struct IterCta {
@@ -56,16 +72,32 @@ struct IterCta {
     slot: u16,
     placed: u64,
     retired: Option<u64>,
-    /// The nest it skips in and how many flat iterations; `None`: it skips nothing.
-    skip: Option<(LoopNest, u64)>,
+    /// What it skips; `None`: nothing.
+    skip: Option<CtaSkip>,
     /// Cycle and (executed) iteration of the first poll that saw iteration 1 begun.
     first: Option<(u64, u64)>,
     /// Measured cycles per flat iteration.
     rate: Option<f64>,
 }
 
+/// The iterations a CTA skips.
+#[derive(Clone, Copy, Debug)]
+struct CtaSkip {
+    /// The nest skipped in: the CTA's longest loop nest, or (inner mode) the nest inside its
+    /// main nest's body.
+    nest: LoopNest,
+    /// Flat iterations of `nest` skipped in all (inner mode: over every entry), and run.
+    count: u64,
+    run: u64,
+    /// Skipped in one entry of `nest` (`count` but in the inner mode).
+    per_entry: u64,
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct IterSampler {
+    /// The inner mode: every CTA skips the middle of the nest inside its main loop nest, in
+    /// every flat iteration of it (a persistent grid's key-block loop in every tile).
+    pub(crate) inner: bool,
     ctas: Vec<IterCta>,
     /// Resident CTAs by `(sm, slot)`: their index in `ctas`.
     live: BTreeMap<(u32, u16), usize>,
@@ -85,20 +117,35 @@ impl IterSampler {
         IterSampler { slots: slots.max(1), ..IterSampler::default() }
     }
 
+    /// The inner mode's sampler (see the module doc).
+    pub(crate) fn new_inner(slots: u64) -> IterSampler {
+        IterSampler { inner: true, ..IterSampler::new(slots) }
+    }
+
     /// CTA slot `slot` of SM `sm` was just given a CTA of `k` at `now`. It skips when the
     /// kernel runs `alone`.
     pub(crate) fn placed(&mut self, k: &KernelRun, sm: &mut Sm, slot: u16, now: u64, alone: bool) {
         let mut skip = None;
         if alone {
             let (sk, memo) = (&mut self.skipped, &mut self.memo);
-            skip = sm.skip_cta_iterations(
-                slot,
-                HEAD,
-                TAIL,
-                &mut |prog: &Arc<Program>, params: &[i64; MAX_PARAMS], nest: &LoopNest, n: u64| {
-                    memo.add(sk, k, prog, params, Some((nest, n)));
-                },
-            );
+            let mut count = |prog: &Arc<Program>, params: &[i64; MAX_PARAMS], nest: &LoopNest, n: u64| {
+                memo.add(sk, k, prog, params, Some((nest, n)));
+            };
+            skip = if self.inner {
+                sm.skip_cta_inner(slot, HEAD, TAIL, &mut count).map(|s| CtaSkip {
+                    nest: s.inner,
+                    count: s.entries * s.per_entry,
+                    run: s.entries * (s.inner.trips - s.per_entry),
+                    per_entry: s.per_entry,
+                })
+            } else {
+                sm.skip_cta_iterations(slot, HEAD, TAIL, &mut count).map(|(nest, count)| CtaSkip {
+                    nest,
+                    count,
+                    run: nest.trips - count,
+                    per_entry: count,
+                })
+            };
         } else if self.skipped.warp_insts > 0 {
             self.overlapped = true;
         }
@@ -128,18 +175,27 @@ impl IterSampler {
             return;
         }
         self.next_poll = now + POLL_CYCLES;
-        let ctas = &mut self.ctas;
+        let (ctas, inner) = (&mut self.ctas, self.inner);
         self.measuring.retain(|&i| {
             let c = &mut ctas[i];
-            let Some((nest, count)) = c.skip else { return false };
-            let next = sms[c.sm as usize].cta_nest_next(c.slot, &nest);
-            if next == u64::MAX {
-                return false;
-            }
-            // The furthest warp's iteration, counted in iterations executed (past the skip,
-            // iteration `HEAD + count` is the `HEAD`-th executed).
-            let begun = next.saturating_sub(1);
-            let executed = if begun >= HEAD + count { begun - count } else { begun };
+            let Some(skip) = c.skip else { return false };
+            let sm = &sms[c.sm as usize];
+            let executed = if inner {
+                // The slowest warp in the first tile, in iterations executed.
+                match sm.cta_inner_slowest(c.slot) {
+                    Some((0, e)) if e != u64::MAX => e,
+                    _ => return false,
+                }
+            } else {
+                let next = sm.cta_nest_next(c.slot, &skip.nest);
+                if next == u64::MAX {
+                    return false;
+                }
+                // The furthest warp's iteration, counted in iterations executed (past the skip,
+                // iteration `HEAD + count` is the `HEAD`-th executed).
+                let begun = next.saturating_sub(1);
+                if begun >= HEAD + skip.count { begun - skip.count } else { begun }
+            };
             match c.first {
                 None if executed >= HEAD => false,
                 None if executed >= 1 => {
@@ -157,11 +213,12 @@ impl IterSampler {
     }
 
     /// Total iterations skipped, and the longest nest's trips with its skip.
+    /// Inner mode: per entry of the inner nest.
     pub(crate) fn iterations(&self) -> (u64, u64) {
         self.ctas
             .iter()
             .filter_map(|c| c.skip)
-            .fold((0, 0), |(t, s), (n, k)| if n.trips > t { (n.trips, k) } else { (t, s) })
+            .fold((0, 0), |(t, s), k| if k.nest.trips > t { (k.nest.trips, k.per_entry) } else { (t, s) })
     }
 
     /// CTAs whose rate was measured.
@@ -187,16 +244,11 @@ impl IterSampler {
         let rel = if mean > 0.0 { (var / n).sqrt() / mean } else { 0.0 };
         let duration = |c: &IterCta| c.retired.map_or(0, |r| r.saturating_sub(c.placed));
         let lengthened = |c: &IterCta| -> u64 {
-            let Some((_, count)) = c.skip else { return duration(c) };
+            let Some(skip) = c.skip else { return duration(c) };
             // A CTA whose head the polls missed takes the others' mean; with none measured, its
             // own life per iteration run (an overestimate: it includes the prologue).
-            let rate = c.rate.unwrap_or(if mean > 0.0 {
-                mean
-            } else {
-                let run = c.skip.map_or(1, |(n, k)| n.trips - k).max(1);
-                duration(c) as f64 / run as f64
-            });
-            duration(c) + (count as f64 * rate).round() as u64
+            let rate = c.rate.unwrap_or(if mean > 0.0 { mean } else { duration(c) as f64 / skip.run.max(1) as f64 });
+            duration(c) + (skip.count as f64 * rate).round() as u64
         };
         let full = self.replay(start, lengthened);
         let detailed = self.replay(start, duration);
@@ -229,7 +281,8 @@ mod tests {
         b.inst(gpusim_isa::Inst::new(0));
         b.end_loop().unwrap();
         let nest = b.finish().unwrap().longest_nest(&[0; MAX_PARAMS]).unwrap();
-        IterCta { sm: 0, slot: 0, placed, retired: Some(retired), skip: Some((nest, skip)), first: None, rate }
+        let skip = Some(CtaSkip { nest, count: skip, run: HEAD + TAIL, per_entry: skip });
+        IterCta { sm: 0, slot: 0, placed, retired: Some(retired), skip, first: None, rate }
     }
 
     /// Three CTAs on two slots: the third starts when the first slot frees, so the skipped time

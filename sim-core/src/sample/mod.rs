@@ -59,6 +59,17 @@
 //! longest at least [`iterations::MIN_TRIPS`] flat iterations), against the waves mode's
 //! minimum of waves out of the grid's; never for a kernel of clusters.
 //!
+//! A grid of one wave whose tiles are themselves long loops (FlashAttention-3's persistent
+//! forward at long sequences: 21 tiles per CTA, each 42 iterations over key blocks) uses the
+//! inner mode instead of the loop mode when it keeps a smaller share in detail: the loop mode
+//! keeps the ramp-up, its measured segments and its tail (8 of the 21 tiles), the inner mode
+//! `HEAD + TAIL` of every tile's inner loop (7 of 42). Every looping warp of every CTA skips the
+//! middle of the nest inside its main nest ([`gpusim_isa::Program::inner_nest`]) in every tile
+//! ([`gpusim_isa::Cursor::skip_inner`]), and the iterations mode's measurement and replay
+//! extrapolate it, the rate measured on the first tile's head by its slowest warp. It is chosen
+//! at the grid's first CTA when the looping warps share outer and inner trip counts (their
+//! barriers then pair up in every tile), never for a kernel of clusters.
+//!
 //! A kernel is sampled only when it runs alone when the measurement ends (no other kernel
 //! pulled and unfinished): the skipped time is added to its end, so kernels that depend on it
 //! launch that much later, but a kernel of another stream that starts during its tail would run
@@ -71,7 +82,7 @@ use std::sync::Arc;
 use gpusim_isa::program::MAX_PARAMS;
 use gpusim_isa::{CtaTrace, Dim3, Inst, LoopNest, Program};
 
-pub(crate) use iterations::IterSampler;
+pub(crate) use iterations::{IterSampler, warp_nests};
 use serde::Serialize;
 
 use crate::kernel_run::{KernelRun, KernelStats};
@@ -131,10 +142,12 @@ impl SampleOptions {
 pub struct Sampled {
     /// `waves`: CTAs of steady waves skipped and extrapolated; `loop`: iterations of every
     /// CTA's main loop skipped (a grid of one wave); `iterations`: the middle of every CTA's
-    /// longest loop skipped (a grid of a few waves of long CTAs).
+    /// longest loop skipped (a grid of a few waves of long CTAs); `inner`: the middle of the
+    /// loop inside every tile skipped (a persistent grid of long tiles).
     pub method: String,
     /// `loop`: flat iterations of the main loop nest of the first CTA, and how many of them
     /// every CTA skipped (0 for `waves`). `iterations`: the longest CTA's, and what it skipped.
+    /// `inner`: the inner loop's, per tile, and what every tile skipped.
     pub loop_iterations: u64,
     pub skipped_loop_iterations: u64,
     /// CTAs simulated in detail, and CTAs skipped.
@@ -337,6 +350,8 @@ pub(crate) struct KernelSampler {
     overlapped: bool,
     /// A grid of several waves whose mode (waves or iterations) is chosen at its first CTA.
     undecided: bool,
+    /// A grid of one wave whose mode (loop or inner) is chosen at its first CTA.
+    one_wave_undecided: bool,
     /// CTA slots of the GPU for the kernel (a wave), and whether it launches clusters.
     slots: u64,
     clustered: bool,
@@ -345,6 +360,8 @@ pub(crate) struct KernelSampler {
     pub(crate) iters: Option<IterSampler>,
     /// Waves mode: the skipped CTAs' warps counted once per program and parameters.
     memo: SkipMemo,
+    /// At the finish: the iterations sampler was in its inner mode.
+    iters_inner: bool,
 }
 
 /// A run of skipped work and the detailed stretches it is extrapolated from.
@@ -377,11 +394,13 @@ impl KernelSampler {
             measured: Vec::new(),
             overlapped: false,
             undecided: !one_wave,
+            one_wave_undecided: one_wave,
             slots,
             clustered,
             ctas,
             iters: None,
             memo: SkipMemo::default(),
+            iters_inner: false,
         })
     }
 
@@ -424,6 +443,41 @@ impl KernelSampler {
             longest >= iterations::MIN_TRIPS && (detailed as f64) * waves < self.opts.min_waves() as f64 * all as f64;
         if !self.clustered && (few_waves || iterations_gain) {
             self.iters = Some(IterSampler::new(self.slots));
+            self.phase = Phase::Off;
+        }
+    }
+
+    /// Chooses between the loop and the inner mode at a one-wave grid's first CTA: inner when
+    /// its looping warps share a nest inside their main nest of at least
+    /// [`iterations::MIN_TRIPS`] flat iterations whose `HEAD + TAIL` kept in detail are a
+    /// smaller share of it than the loop mode keeps of the main nest (its ramp-up segment,
+    /// three measured ones, the iteration in flight and the tail), unless the kernel launches
+    /// clusters. FlashAttention-3's persistent forward at 16k tokens: 21 tiles (the loop mode
+    /// keeps 8), each 42 key-block iterations (the inner mode keeps 7).
+    fn decide_one_wave(&mut self, first: &CtaTrace) {
+        self.one_wave_undecided = false;
+        if self.clustered {
+            return;
+        }
+        let coord = first.coord.as_array();
+        let mut shared = None;
+        for (w, p) in first.warps.iter().enumerate() {
+            let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+            let Some(nests) = warp_nests(p, &params) else { return };
+            let Some((o, i)) = nests else { continue };
+            match shared {
+                None => shared = Some((o.trips, i.trips)),
+                Some(t) if t == (o.trips, i.trips) => {}
+                Some(_) => return,
+            }
+        }
+        let Some((outer, inner)) = shared else { return };
+        let segment = (outer / 16).max(1);
+        let loop_kept = (4 * segment + 1 + (outer * self.opts.tail_waves as u64 / 8).max(1)).min(outer);
+        let inner_kept = iterations::HEAD + iterations::TAIL;
+        if inner >= iterations::MIN_TRIPS && inner_kept * outer < loop_kept * inner {
+            self.plan = None;
+            self.iters = Some(IterSampler::new_inner(self.slots));
             self.phase = Phase::Off;
         }
     }
@@ -525,6 +579,9 @@ impl KernelSampler {
     pub(crate) fn placed(&mut self, cta: &CtaTrace, grid: Dim3) {
         if self.undecided {
             self.decide(cta, grid);
+        }
+        if self.one_wave_undecided {
+            self.decide_one_wave(cta);
         }
         if let Some(plan) = self.plan.as_mut() {
             let coord = cta.coord.as_array();
@@ -649,6 +706,7 @@ impl KernelSampler {
         // the dispatch replay, not from the stretch's cycles per instruction.
         let mut replayed = None;
         if let Some(it) = self.iters.take() {
+            self.iters_inner = it.inner;
             let start = k.start.unwrap_or(0);
             self.marks = vec![
                 Mark { cycle: start, stats: KernelStats::default() },
@@ -771,7 +829,8 @@ impl KernelSampler {
         let (mut method, mut trips, mut skip, mut measured) =
             (if self.plan.is_some() { "loop" } else { "waves" }, plan.trips, plan.skip, cpi.len() as u32);
         if let Some(((_, spread), (t, s), m)) = replayed {
-            (method, trips, skip, measured) = ("iterations", t, s, m as u32);
+            let name = if self.iters_inner { "inner" } else { "iterations" };
+            (method, trips, skip, measured) = (name, t, s, m as u32);
             rel = 2.0 * spread;
         }
         k.sampled = Some(Sampled {

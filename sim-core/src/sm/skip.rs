@@ -8,6 +8,7 @@ use gpusim_isa::{LoopNest, Program};
 
 use super::Sm;
 use super::warps::Phase;
+use crate::sample::warp_nests;
 
 impl Sm {
     /// Where the warps of CTA slot `cs` stand in their main loop nests: the nest's flat trips
@@ -132,5 +133,72 @@ impl Sm {
             }
         }
         next
+    }
+}
+
+/// What a persistent CTA skips in the inner mode ([`Sm::skip_cta_inner`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct InnerSkip {
+    /// The inner nest of the CTA's first looping warp.
+    pub inner: LoopNest,
+    /// Flat iterations of the outer nest (tiles), and of the inner nest skipped in each.
+    pub entries: u64,
+    pub per_entry: u64,
+}
+
+impl Sm {
+    /// Inner-mode sampling of a persistent CTA: makes every looping warp of CTA slot `cs` skip
+    /// flat iterations `head..trips - tail` of the nest inside its main loop nest's body
+    /// ([`gpusim_isa::Cursor::skip_inner`]) in every flat iteration of the main nest, and calls
+    /// `skipped(program, params, inner, count)` with the inner iterations each warp skips in
+    /// all. `None`, skipping nothing, when its looping warps do not all have an inner nest, or
+    /// their outer or inner trip counts differ (their barriers would no longer pair up), or the
+    /// inner nest leaves nothing between `head` and `tail`. Called right after [`Sm::launch`].
+    pub(crate) fn skip_cta_inner(
+        &mut self,
+        cs: u16,
+        head: u64,
+        tail: u64,
+        skipped: &mut SkippedBody<'_>,
+    ) -> Option<InnerSkip> {
+        let mut shared: Option<(LoopNest, LoopNest)> = None;
+        for &slot in &self.ctas[cs as usize].slots {
+            let s = slot as usize;
+            let prog = self.w.program[s].as_deref()?;
+            let Some((outer, inner)) = warp_nests(prog, self.w.cursor[s].params())? else { continue };
+            match &shared {
+                None => shared = Some((outer, inner)),
+                Some((o, i)) if o.trips == outer.trips && i.trips == inner.trips => {}
+                Some(_) => return None,
+            }
+        }
+        let (outer, inner) = shared?;
+        let per_entry = inner.trips.checked_sub(head + tail).filter(|&n| n > 0)?;
+        for i in 0..self.ctas[cs as usize].slots.len() {
+            let s = self.ctas[cs as usize].slots[i] as usize;
+            let Some(prog) = self.w.program[s].clone() else { continue };
+            let cur = &mut self.w.cursor[s];
+            let Some(Some((o, n))) = warp_nests(&prog, cur.params()) else { continue };
+            cur.skip_inner(&o, &n, head, tail);
+            skipped(&prog, cur.params(), &n, o.trips * per_entry);
+        }
+        Some(InnerSkip { inner, entries: outer.trips, per_entry })
+    }
+
+    /// The inner-mode progress of CTA slot `cs`'s slowest skipping warp
+    /// ([`gpusim_isa::Cursor::inner_progress`]); `None` once one of them has left its main nest.
+    /// The slowest, not the furthest: a producer warp runs ahead of its consumers by the
+    /// pipeline's stages while it fills them, so its own start would make the rate optimistic.
+    pub(crate) fn cta_inner_slowest(&self, cs: u16) -> Option<(u64, u64)> {
+        let mut slowest: Option<(u64, u64)> = None;
+        for &slot in &self.ctas[cs as usize].slots {
+            let cur = &self.w.cursor[slot as usize];
+            if !cur.skips_inner() {
+                continue;
+            }
+            let p = cur.inner_progress()?;
+            slowest = Some(slowest.map_or(p, |s| s.min(p)));
+        }
+        slowest
     }
 }
