@@ -227,25 +227,12 @@ impl Cursor {
     /// once it has left the nest. Meaningful after a [`Cursor::peek`] (which steps over loop
     /// markers).
     pub fn nest_iteration(&self, nest: &LoopNest) -> Option<u64> {
-        self.iteration_of(nest.step, nest.levels)
-    }
-
-    /// [`Cursor::nest_iteration`] of the nest the last [`Cursor::skip_iterations`] named (its
-    /// flat iteration counts the skipped ones); `None` without one.
-    pub fn skip_nest_iteration(&self) -> Option<u64> {
-        if self.skip_levels == 0 {
-            return None;
-        }
-        self.iteration_of(self.skip_step, self.skip_levels)
-    }
-
-    fn iteration_of(&self, step: u32, levels: u8) -> Option<u64> {
-        let levels = levels as usize;
-        if self.depth as usize >= levels && self.frames[0].start == step {
+        let levels = nest.levels as usize;
+        if self.depth as usize >= levels && self.frames[0].start == nest.step {
             return Some(self.frames[..levels].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64));
         }
         // Before the nest: at top level before its step, or in an earlier top-level loop.
-        let before = if self.depth == 0 { self.pc <= step } else { self.frames[0].start < step };
+        let before = if self.depth == 0 { self.pc <= nest.step } else { self.frames[0].start < nest.step };
         before.then_some(0)
     }
 
