@@ -494,10 +494,25 @@ impl Program {
     /// two trips before the long unmasked one: [`Program::loop_nest`] would find the short one.
     /// `None` without a top-level loop of at least one trip.
     pub fn longest_nest(&self, params: &[i64; MAX_PARAMS]) -> Option<LoopNest> {
+        self.longest_nest_in(params, 0, self.steps.len())
+    }
+
+    /// The longest loop nest inside one flat iteration of `nest` (a top-level loop of its
+    /// innermost body, with the loops perfectly nested in it): the key-block loop of a
+    /// persistent FlashAttention tile, the K loop of a persistent GEMM tile. `before` counts
+    /// the body's instructions ahead of it. `None` when the body has no loop with trips, or
+    /// when the two nests together are deeper than a cursor's frames.
+    pub fn inner_nest(&self, params: &[i64; MAX_PARAMS], nest: &LoopNest) -> Option<LoopNest> {
+        self.longest_nest_in(params, nest.body_steps.0 as usize, nest.body_steps.1 as usize)
+            .filter(|n| nest.levels as usize + n.levels as usize <= MAX_LOOP_DEPTH)
+    }
+
+    /// The nest issuing the most instructions among the top-level loops of steps `from..to`
+    /// (the first of equals), `before` counting the instructions of the range ahead of it.
+    fn longest_nest_in(&self, params: &[i64; MAX_PARAMS], from: usize, to: usize) -> Option<LoopNest> {
         let mut best: Option<LoopNest> = None;
-        let mut before = 0u64;
-        let mut i = 0usize;
-        while i < self.steps.len() {
+        let (mut before, mut i) = (0u64, from);
+        while i < to.min(self.steps.len()) {
             match self.steps[i] {
                 Step::Inst(_) => {
                     before = before.saturating_add(1);
@@ -518,39 +533,6 @@ impl Program {
             }
         }
         best
-    }
-
-    /// The longest loop nest inside one flat iteration of `nest` (a top-level loop of its
-    /// innermost body, with the loops perfectly nested in it): the key-block loop of a
-    /// persistent FlashAttention tile, the K loop of a persistent GEMM tile. `before` counts
-    /// the body's instructions ahead of it. `None` when the body has no loop with trips.
-    pub fn inner_nest(&self, params: &[i64; MAX_PARAMS], nest: &LoopNest) -> Option<LoopNest> {
-        let (from, to) = (nest.body_steps.0 as usize, (nest.body_steps.1 as usize).min(self.steps.len()));
-        let mut best: Option<LoopNest> = None;
-        let (mut before, mut i) = (0u64, from);
-        while i < to {
-            match self.steps[i] {
-                Step::Inst(_) => {
-                    before = before.saturating_add(1);
-                    i += 1;
-                }
-                Step::Loop { end, .. } => {
-                    if (nest.levels as usize) < MAX_LOOP_DEPTH
-                        && let Some(n) = self.nest_at(params, i, before)
-                        && best.as_ref().is_none_or(|b| n.trips.saturating_mul(n.body) > b.trips.saturating_mul(b.body))
-                    {
-                        best = Some(n);
-                    }
-                    let mut whole = 0u64;
-                    self.executed_in(params, i, end as usize + 1, 1, |_, n| whole = whole.saturating_add(n));
-                    before = before.saturating_add(whole);
-                    i = end as usize + 1;
-                }
-                Step::EndLoop { .. } => return None,
-            }
-        }
-        // Depth beyond the cursor's frames cannot be skipped.
-        best.filter(|n| nest.levels as usize + n.levels as usize <= MAX_LOOP_DEPTH)
     }
 
     /// The nest whose outermost `Loop` is step `outer`, `before` instructions into the program.
