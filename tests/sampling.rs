@@ -23,6 +23,9 @@ struct Case {
     name: &'static str,
     arch: Arch,
     trace: Trace,
+    /// The sampling options; `None`: the default. A case with its own options is there to
+    /// skip whole CTAs in a grid shorter than the default needs, and must.
+    sample: Option<SampleOptions>,
 }
 
 fn preset(name: &str) -> Arch {
@@ -35,13 +38,13 @@ fn generated(name: &'static str, generator: &str, arch: &str, params: &[(&str, &
     let p: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let g = gpusim_workloads::registry::find(generator).expect("generator");
     let trace = g.generate(&p, &arch).unwrap_or_else(|e| panic!("{name}: {e}")).trace;
-    Case { name, arch, trace }
+    Case { name, arch, trace, sample: None }
 }
 
 fn moe(name: &'static str, layer: MoeLayer) -> Case {
     let arch = preset("h100-sxm5-80gb");
     let trace = generate_layer(&arch, &layer).unwrap_or_else(|e| panic!("{name}: {e}")).trace;
-    Case { name, arch, trace }
+    Case { name, arch, trace, sample: None }
 }
 
 /// A streaming copy launched as many CTAs, one 16-byte load and store per thread (RRZE
@@ -68,7 +71,7 @@ end
 "
     );
     let trace = gpusim_isa::text::read_trace("stream_many_ctas.trace", &src).expect("trace");
-    Case { name: "stream triad, many CTAs (H100)", arch: preset("h100-sxm5-80gb"), trace }
+    Case { name: "stream triad, many CTAs (H100)", arch: preset("h100-sxm5-80gb"), trace, sample: None }
 }
 
 fn run(c: &Case, sample: Option<SampleOptions>) -> Report {
@@ -83,10 +86,12 @@ fn compare(c: &Case) -> (f64, f64, String) {
     let t0 = std::time::Instant::now();
     let full = run(c, None);
     let t1 = std::time::Instant::now();
-    let s = run(c, Some(SampleOptions::default()));
+    let s = run(c, Some(c.sample.unwrap_or_default()));
     let (tf, ts) = ((t1 - t0).as_secs_f64(), t1.elapsed().as_secs_f64());
     let sampled: Vec<&str> = s.kernels.iter().filter_map(|k| k.sampled.as_ref().map(|x| x.method.as_str())).collect();
     assert!(!sampled.is_empty(), "{}: no kernel was sampled, so the case validates nothing", c.name);
+    let whole: u64 = s.kernels.iter().filter_map(|k| k.sampled.as_ref()).map(|x| x.skipped_ctas).sum();
+    assert!(c.sample.is_none() || whole > 0, "{}: no CTA was skipped whole", c.name);
     assert_eq!(s.warp_instructions, full.warp_instructions, "{}: warp instructions", c.name);
     assert_eq!(s.flops, full.flops, "{}: FLOPs", c.name);
     for (a, b) in full.kernels.iter().zip(&s.kernels) {
@@ -103,13 +108,14 @@ fn compare(c: &Case) -> (f64, f64, String) {
     let err = s.total_cycles as f64 / full.total_cycles as f64 - 1.0;
     let estimate = s.kernels.iter().filter_map(|k| k.sampled.as_ref()).map(|x| x.error_pct).fold(0.0, f64::max);
     let line = format!(
-        "{:<44} full {:>11} cycles  sampled {:>11} ({:+.2}%, estimate ±{:.2}%)  [{}]  {:.1} s → {:.1} s",
+        "{:<44} full {:>11} cycles  sampled {:>11} ({:+.2}%, estimate ±{:.2}%)  [{}, {} CTAs skipped]  {:.1} s → {:.1} s",
         c.name,
         full.total_cycles,
         s.total_cycles,
         100.0 * err,
         estimate,
         sampled.join(","),
+        whole,
         tf,
         ts
     );
@@ -167,6 +173,18 @@ fn ci_cases() -> Vec<Case> {
             "h100-sxm5-80gb",
             &[("batch", "8"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128"), ("causal", "true")],
         ),
+        // 7 waves of CTAs walking 15 key blocks: the iterations mode, and with fewer detailed
+        // waves than the default (1:2:1:1; the default needs 11 waves, a grid twice as long)
+        // whole CTAs skipped too.
+        Case {
+            sample: Some(SampleOptions { warmup_waves: 1, measure_waves: 2, tail_waves: 1, rewarm_waves: 1 }),
+            ..generated(
+                "FA2 fwd b12 h16 s1024 d128, 1:2:1:1 (A100)",
+                "attention",
+                "a100-sxm4-80gb",
+                &[("batch", "12"), ("heads", "16"), ("seqlen", "1024"), ("headdim", "128")],
+            )
+        },
         generated(
             "FA2 fwd+bwd causal b1 h16 s2048 d128 (A100)",
             "attention",
@@ -269,6 +287,12 @@ fn full_size_cases() {
             "attention",
             "h100-sxm5-80gb",
             &[("batch", "8"), ("heads", "16"), ("seqlen", "2048"), ("headdim", "128"), ("causal", "true")],
+        ),
+        generated(
+            "FA3 fwd persistent b1 h16 s16384 d64 (H100)",
+            "attention",
+            "h100-sxm5-80gb",
+            &[("batch", "1"), ("heads", "16"), ("seqlen", "16384"), ("headdim", "64")],
         ),
         // As fused_moe grids of many waves: with DeepGEMM's persistent grouped GEMMs no kernel
         // of this layer is sampled (the grouped GEMMs' loop mode gives up and they run in

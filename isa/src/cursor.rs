@@ -227,12 +227,31 @@ impl Cursor {
     /// once it has left the nest. Meaningful after a [`Cursor::peek`] (which steps over loop
     /// markers).
     pub fn nest_iteration(&self, nest: &LoopNest) -> Option<u64> {
-        let levels = nest.levels as usize;
-        if self.depth as usize >= levels && self.frames[0].start == nest.step {
+        self.iteration_of(nest.step, nest.levels)
+    }
+
+    /// [`Cursor::nest_iteration`] of the nest the last [`Cursor::skip_iterations`] named (its
+    /// flat iteration counts the skipped ones); `None` without one.
+    pub fn skip_nest_iteration(&self) -> Option<u64> {
+        if self.skip_levels == 0 {
+            return None;
+        }
+        self.iteration_of(self.skip_step, self.skip_levels)
+    }
+
+    /// The first step of the nest the last [`Cursor::skip_iterations`] named; `None` without
+    /// one.
+    pub fn skip_nest_step(&self) -> Option<u32> {
+        (self.skip_levels != 0).then_some(self.skip_step)
+    }
+
+    fn iteration_of(&self, step: u32, levels: u8) -> Option<u64> {
+        let levels = levels as usize;
+        if self.depth as usize >= levels && self.frames[0].start == step {
             return Some(self.frames[..levels].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64));
         }
         // Before the nest: at top level before its step, or in an earlier top-level loop.
-        let before = if self.depth == 0 { self.pc <= nest.step } else { self.frames[0].start < nest.step };
+        let before = if self.depth == 0 { self.pc <= step } else { self.frames[0].start < step };
         before.then_some(0)
     }
 

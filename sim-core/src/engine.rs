@@ -602,10 +602,12 @@ impl<'a, O: Observer> Engine<'a, O> {
             let cta = self.pull_one(kidx, ks)?;
             if let Some(c) = &cta
                 && self.kernels[kidx].info.cluster.count() <= 1
-                && let Some(s) = self.samplers[kidx].as_mut()
-                && s.skipping()
+                && self.samplers[kidx].as_ref().is_some_and(|s| s.skipping())
             {
-                s.skip(&self.kernels[kidx], c);
+                let alone = runs_alone(&self.active, &self.kernels, kidx);
+                if let Some(s) = self.samplers[kidx].as_mut() {
+                    s.skip(&self.kernels[kidx], c, alone);
+                }
                 continue;
             }
             return Ok(cta);
@@ -742,7 +744,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 // Sampling skips whole clusters.
                 let (_, members) = self.feeds[kidx].cluster_buf.pop_first().expect("checked above");
                 for cta in &members {
-                    s.skip(&self.kernels[kidx], cta);
+                    s.skip(&self.kernels[kidx], cta, true);
                 }
                 continue;
             }

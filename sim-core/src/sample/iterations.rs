@@ -1,14 +1,17 @@
-//! Iterations mode: sampling a grid of a few waves of long CTAs (FlashAttention-2 at long
-//! sequences: ten waves, each CTA looping over hundreds of key blocks), which has too few waves
-//! to skip whole ones and too many CTAs to be a persistent loop.
+//! Iterations mode: sampling a grid of waves of long CTAs (FlashAttention-2 at long
+//! sequences: CTAs looping over hundreds of key blocks), which a persistent loop it is not.
 //!
 //! Every CTA placed while its kernel runs alone skips the middle of its longest loop nest
 //! ([`gpusim_isa::Program::longest_nest`]): it runs its first [`HEAD`] flat iterations and its
-//! last [`TAIL`] in detail, all its warps skipping the same ones (barriers stay paired), and the
-//! skipped iterations' instructions are counted exactly. Each CTA's own cycles per iteration are
-//! measured on its head, from the start of iteration 1 (the pipeline filled) to the start of
-//! iteration `HEAD`, by polling its warps every [`POLL_CYCLES`]; a CTA whose head the polls
-//! missed takes the mean of the others.
+//! last [`TAIL`] in detail, all its looping warps skipping the same ones (barriers stay paired:
+//! a producer warp and its consumers run different programs but walk the same key blocks, so
+//! their nests must agree in depth and trips), and the skipped iterations' instructions are
+//! counted exactly. Each CTA's own cycles per iteration are measured on its head, from the
+//! start of iteration 1 (the pipeline filled) to the start of iteration `HEAD`, by polling its
+//! warps every [`POLL_CYCLES`] ([`Sm::cta_iteration`]: the furthest warp's iteration when they
+//! all run one program, the slowest looping warp's when a producer warp fills the pipeline's
+//! stages ahead of its consumers and would start the measurement early); a CTA whose head the
+//! polls missed takes the mean of the others.
 //!
 //! The time the skipped iterations would have taken is not a constant per CTA: a CTA that runs
 //! longer holds its SM slot longer, so the CTAs after it start later, and only the ones on the
@@ -20,12 +23,21 @@
 //! error cancels to first order, and the measured part keeps everything the replay leaves out
 //! (memory contention, the ramp-up, the tail's drain).
 //!
+//! A grid of enough waves for the waves mode also skips whole CTAs at dispatch, laid out as
+//! the waves mode lays out its blocks ([`IterSampler::plan_ctas`]: warm-up waves, measured
+//! waves each followed by a skipped block and re-warm waves, the tail): FlashAttention-2's
+//! backward at 16k tokens has 38 waves of 4,096 CTAs, and every detailed CTA still runs its
+//! head and tail. A CTA skipped whole enters the full replay with the mean lengthened duration
+//! of the detailed CTAs of its class (the trips of its longest nest: a causal grid's CTAs walk
+//! from one key block to all of them), or, for a class none of them had, with their mean life
+//! less their iterations at the mean rate plus its own iterations at that rate. Its counts are
+//! exact, its traffic and stalls extrapolated with the skipped iterations'.
+//!
 //! The inner mode ([`IterSampler::new_inner`], a persistent grid of one wave) skips instead,
 //! in every CTA, the middle of the nest inside the main loop nest, in every flat iteration of
 //! it: each tile runs the first `HEAD` and last `TAIL` iterations of its key-block (or K) loop.
-//! The rate is measured on the first tile's head, from the slowest warp: a producer warp fills
-//! the pipeline's stages ahead of its consumers, and would start the measurement early. The
-//! replay is the same; with one wave it is the latest CTA's lengthened end.
+//! The rate is measured on the first tile's head, from the slowest warp. The replay is the
+//! same; with one wave it is the latest CTA's lengthened end.
 //!
 //! What this does not see: a CTA's rate changing within its skipped iterations (its
 //! co-resident CTA finishing, the L2 working set growing as the CTA walks further through
@@ -65,6 +77,35 @@ pub(crate) fn warp_nests(prog: &Program, params: &[i64; MAX_PARAMS]) -> Option<O
     Some(Some((outer, inner)))
 }
 
+/// The flat iterations of the longest loop nest of a CTA whose warps run `warps` at `coord`
+/// (the most over its warps; 0 without a loop).
+pub(crate) fn longest_trips(warps: &[Arc<Program>], coord: [u32; 3]) -> u64 {
+    warps
+        .iter()
+        .enumerate()
+        .filter_map(|(w, p)| {
+            let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+            p.longest_nest(&params).map(|n| n.trips)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Whether the looping warps of a CTA whose warps run `warps` at `coord` share the depth and
+/// trips of their longest loop nests, as the iterations mode needs to skip alike in all of them
+/// ([`Sm::skip_cta_iterations`]).
+pub(crate) fn longest_nests_agree(warps: &[Arc<Program>], coord: [u32; 3]) -> bool {
+    let mut shared = None;
+    for (w, p) in warps.iter().enumerate() {
+        let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+        let Some(n) = p.longest_nest(&params) else { continue };
+        if *shared.get_or_insert((n.levels, n.trips)) != (n.levels, n.trips) {
+            return false;
+        }
+    }
+    true
+}
+
 /// One CTA of the grid, in placement order.
 #[derive(Clone, Debug)]
 struct IterCta {
@@ -72,6 +113,12 @@ struct IterCta {
     slot: u16,
     placed: u64,
     retired: Option<u64>,
+    /// Skipped whole at dispatch (never placed).
+    whole: bool,
+    /// Flat iterations of its longest loop nest.
+    trips: u64,
+    /// In a wave measured for the CTAs skipped whole (the one before each skipped block).
+    measured: bool,
     /// What it skips; `None`: nothing.
     skip: Option<CtaSkip>,
     /// Cycle and (executed) iteration of the first poll that saw iteration 1 begun.
@@ -110,11 +157,67 @@ pub(crate) struct IterSampler {
     pub(crate) overlapped: bool,
     /// The skipped iterations counted once per program, parameters and count.
     memo: SkipMemo,
+    /// A grid of many waves: CTAs skipped whole at dispatch, as ranges `from..to` of the
+    /// grid's CTAs in order ([`IterSampler::plan_ctas`]), and CTAs pulled so far.
+    skip_ranges: Vec<(u64, u64)>,
+    pulled: u64,
 }
 
 impl IterSampler {
     pub(crate) fn new(slots: u64) -> IterSampler {
         IterSampler { slots: slots.max(1), ..IterSampler::default() }
+    }
+
+    /// Lays out the CTAs to skip whole in a grid of `ctas` CTAs, `slots` of them resident at
+    /// once (a wave), as the waves mode lays out its blocks ([`super`]): `warmup` waves in
+    /// detail, then `measure` detailed waves each followed by a skipped block and `rewarm`
+    /// detailed waves (but the last), then `tail` full waves and the partial last wave in
+    /// detail. Nothing when the grid has too few waves to leave a block.
+    pub(crate) fn plan_ctas(&mut self, ctas: u64, opts: &super::SampleOptions) {
+        let o = opts.clamped();
+        let (wave, full) = (self.slots, ctas / self.slots);
+        let m = o.measure_waves as u64;
+        let detailed = o.warmup_waves as u64 + m + (m - 1) * o.rewarm_waves as u64 + o.tail_waves as u64;
+        let Some(skippable) = full.checked_sub(detailed).filter(|&n| n > 0) else { return };
+        let mut at = o.warmup_waves as u64;
+        for b in 0..m {
+            let n = skippable / m + u64::from(b < skippable % m);
+            at += 1;
+            if n > 0 {
+                self.skip_ranges.push((at * wave, (at + n) * wave));
+            }
+            at += n + o.rewarm_waves as u64;
+        }
+    }
+
+    /// Whether the next CTA pulled is to be skipped whole.
+    pub(crate) fn skips_next(&self) -> bool {
+        self.skip_ranges.iter().any(|&(a, b)| (a..b).contains(&self.pulled))
+    }
+
+    /// `cta` of `k` is skipped whole at dispatch; `alone`: its kernel is the only one running.
+    pub(crate) fn skip_whole(&mut self, k: &KernelRun, cta: &gpusim_isa::CtaTrace, alone: bool) {
+        let coord = cta.coord.as_array();
+        for (w, prog) in cta.warps.iter().enumerate() {
+            let params = if prog.params.is_empty() { [0; MAX_PARAMS] } else { prog.eval_params(coord, w as u32) };
+            self.memo.add(&mut self.skipped, k, prog, &params, None);
+        }
+        self.skipped.ctas += 1;
+        self.overlapped |= !alone;
+        self.pulled += 1;
+        let trips = longest_trips(&cta.warps, coord);
+        self.ctas.push(IterCta {
+            sm: 0,
+            slot: 0,
+            placed: 0,
+            retired: None,
+            whole: true,
+            trips,
+            measured: false,
+            skip: None,
+            first: None,
+            rate: None,
+        });
     }
 
     /// The inner mode's sampler (see the module doc).
@@ -153,7 +256,23 @@ impl IterSampler {
         if skip.is_some() {
             self.measuring.push(i);
         }
-        self.ctas.push(IterCta { sm: sm.id, slot, placed: now, retired: None, skip, first: None, rate: None });
+        // The CTA's class, for the CTAs skipped whole (only those grids need it).
+        let trips = if self.skip_ranges.is_empty() { 0 } else { sm.cta_longest_trips(slot) };
+        let measured =
+            self.skip_ranges.iter().any(|&(from, _)| (from.saturating_sub(self.slots)..from).contains(&self.pulled));
+        self.pulled += 1;
+        self.ctas.push(IterCta {
+            sm: sm.id,
+            slot,
+            placed: now,
+            retired: None,
+            whole: false,
+            trips,
+            measured,
+            skip,
+            first: None,
+            rate: None,
+        });
         self.live.insert((sm.id, slot), i);
     }
 
@@ -187,13 +306,9 @@ impl IterSampler {
                     _ => return false,
                 }
             } else {
-                let next = sm.cta_nest_next(c.slot, &skip.nest);
-                if next == u64::MAX {
-                    return false;
-                }
-                // The furthest warp's iteration, counted in iterations executed (past the skip,
-                // iteration `HEAD + count` is the `HEAD`-th executed).
-                let begun = next.saturating_sub(1);
+                // The CTA's iteration ([`Sm::cta_iteration`]), counted in iterations executed
+                // (past the skip, iteration `HEAD + count` is the `HEAD`-th executed).
+                let Some(begun) = sm.cta_iteration(c.slot) else { return false };
                 if begun >= HEAD + skip.count { begun - skip.count } else { begun }
             };
             match c.first {
@@ -228,14 +343,14 @@ impl IterSampler {
 
     /// SMs that ran a CTA of the kernel.
     pub(crate) fn sms_used(&self) -> u64 {
-        let mut seen: Vec<u32> = self.ctas.iter().map(|c| c.sm).collect();
+        let mut seen: Vec<u32> = self.ctas.iter().filter(|c| !c.whole).map(|c| c.sm).collect();
         seen.sort_unstable();
         seen.dedup();
         seen.len() as u64
     }
 
-    /// The cycles the skipped iterations add to the kernel (see the module doc), and the
-    /// relative standard error of the measured rates (the error estimate's spread).
+    /// The cycles the skipped iterations and CTAs add to the kernel (see the module doc), and
+    /// the relative standard error of the measured rates (the error estimate's spread).
     pub(crate) fn extrapolate(&self, start: u64) -> (u64, f64) {
         let rates: Vec<f64> = self.ctas.iter().filter_map(|c| c.rate).collect();
         let n = rates.len() as f64;
@@ -243,25 +358,52 @@ impl IterSampler {
         let var = if n > 1.0 { rates.iter().map(|r| (r - mean) * (r - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
         let rel = if mean > 0.0 { (var / n).sqrt() / mean } else { 0.0 };
         let duration = |c: &IterCta| c.retired.map_or(0, |r| r.saturating_sub(c.placed));
-        let lengthened = |c: &IterCta| -> u64 {
-            let Some(skip) = c.skip else { return duration(c) };
+        let lengthened = |c: &IterCta| -> f64 {
+            let Some(skip) = c.skip else { return duration(c) as f64 };
             // A CTA whose head the polls missed takes the others' mean; with none measured, its
             // own life per iteration run (an overestimate: it includes the prologue).
             let rate = c.rate.unwrap_or(if mean > 0.0 { mean } else { duration(c) as f64 / skip.run.max(1) as f64 });
-            duration(c) + (skip.count as f64 * rate).round() as u64
+            duration(c) as f64 + skip.count as f64 * rate
         };
-        let full = self.replay(start, lengthened);
-        let detailed = self.replay(start, duration);
-        (full.saturating_sub(detailed), rel)
+        // A CTA skipped whole lasts what the CTAs of its class (trips) in the measured waves
+        // lasted lengthened, on average; a class none of them had, their mean life less its
+        // iterations at the mean rate, plus its own iterations at that rate. As in the waves
+        // mode, the warm-up, re-warm and tail waves are left out: the first wave starts cold and
+        // all at once, the one after a skipped block reads what the skipped CTAs would have
+        // brought into the L2.
+        let any_measured = self.ctas.iter().any(|c| c.measured && c.retired.is_some());
+        let mut classes: BTreeMap<u64, (f64, u64)> = BTreeMap::new();
+        let (mut fixed, mut runs) = (0.0f64, 0u64);
+        for c in self.ctas.iter().filter(|c| !c.whole && c.retired.is_some() && (c.measured || !any_measured)) {
+            let l = lengthened(c);
+            let e = classes.entry(c.trips).or_default();
+            e.0 += l;
+            e.1 += 1;
+            fixed += l - mean * c.trips as f64;
+            runs += 1;
+        }
+        let fixed = fixed / runs.max(1) as f64;
+        let full = |c: &IterCta| -> u64 {
+            if !c.whole {
+                return lengthened(c).round() as u64;
+            }
+            match classes.get(&c.trips) {
+                Some(&(sum, n)) => (sum / n as f64).round() as u64,
+                None => (fixed + mean * c.trips as f64).max(0.0).round() as u64,
+            }
+        };
+        let all = self.replay(start, self.ctas.iter(), full);
+        let detailed = self.replay(start, self.ctas.iter().filter(|c| !c.whole), duration);
+        (all.saturating_sub(detailed), rel)
     }
 
     /// The makespan of the grid dispatched in order onto `slots` CTA slots freed at `start`,
     /// each CTA taking `time(cta)` cycles.
-    fn replay(&self, start: u64, time: impl Fn(&IterCta) -> u64) -> u64 {
+    fn replay<'a>(&self, start: u64, ctas: impl Iterator<Item = &'a IterCta>, time: impl Fn(&IterCta) -> u64) -> u64 {
         let mut free: BinaryHeap<Reverse<u64>> =
             (0..self.slots.min(self.ctas.len() as u64)).map(|_| Reverse(start)).collect();
         let mut end = start;
-        for c in &self.ctas {
+        for c in ctas {
             let Reverse(at) = free.pop().unwrap_or(Reverse(start));
             let done = at + time(c);
             end = end.max(done);
@@ -282,7 +424,18 @@ mod tests {
         b.end_loop().unwrap();
         let nest = b.finish().unwrap().longest_nest(&[0; MAX_PARAMS]).unwrap();
         let skip = Some(CtaSkip { nest, count: skip, run: HEAD + TAIL, per_entry: skip });
-        IterCta { sm: 0, slot: 0, placed, retired: Some(retired), skip, first: None, rate }
+        IterCta {
+            sm: 0,
+            slot: 0,
+            placed,
+            retired: Some(retired),
+            whole: false,
+            trips: 0,
+            measured: false,
+            skip,
+            first: None,
+            rate,
+        }
     }
 
     /// Three CTAs on two slots: the third starts when the first slot frees, so the skipped time
@@ -301,5 +454,47 @@ mod tests {
         let mean: f64 = (5.0 + 30.0) / 2.0;
         let third = 100 + (10.0 * mean).round() as u64;
         assert_eq!(s.extrapolate(0).0, (150 + third).max(400) - 200);
+    }
+
+    /// 20 waves of 10 CTAs with the default options: waves 0–1 warm up, 2, 7, 12 and 16 are
+    /// measured, 6, 11 and 15 re-warm, 19 is the tail; the other ten are skipped whole.
+    #[test]
+    fn whole_ctas_are_skipped_in_blocks_between_measured_waves() {
+        let mut s = IterSampler::new(10);
+        s.plan_ctas(200, &crate::SampleOptions::default());
+        assert_eq!(s.skip_ranges, vec![(30, 60), (80, 110), (130, 150), (170, 190)]);
+        let skipped: u64 = s.skip_ranges.iter().map(|(a, b)| b - a).sum();
+        assert_eq!(skipped, 100);
+        // Too few waves for a block: none.
+        let mut short = IterSampler::new(10);
+        short.plan_ctas(100, &crate::SampleOptions::default());
+        assert!(short.skip_ranges.is_empty());
+    }
+
+    /// A CTA skipped whole lasts its class's mean lengthened duration; a class no detailed CTA
+    /// had, their mean life less their iterations at the mean rate, plus its own.
+    #[test]
+    fn a_ctas_skipped_whole_takes_its_class_duration() {
+        let whole = |trips: u64| IterCta {
+            sm: 0,
+            slot: 0,
+            placed: 0,
+            retired: None,
+            whole: true,
+            trips,
+            measured: false,
+            skip: None,
+            first: None,
+            rate: None,
+        };
+        let mut s = IterSampler::new(2);
+        let (mut a, mut b) = (cta(0, 100, 10, Some(5.0)), cta(0, 100, 10, Some(5.0)));
+        (a.trips, b.trips) = (17, 17);
+        s.ctas = vec![a, b, whole(17)];
+        // Detailed makespan 100; in full, 150 on both slots, then the whole CTA's 150.
+        assert_eq!(s.extrapolate(0).0, 300 - 100);
+        // Trips 27: 150 - 5 × 17 = 65 of fixed life, plus 5 × 27.
+        s.ctas[2] = whole(27);
+        assert_eq!(s.extrapolate(0).0, 150 + 65 + 135 - 100);
     }
 }

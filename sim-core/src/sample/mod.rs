@@ -52,7 +52,9 @@
 //! waves of CTAs walking hundreds of key blocks) uses the iterations mode instead
 //! ([`iterations`]): every CTA skips the middle of its longest loop nest, and the skipped time
 //! comes from replaying the grid's dispatch with each CTA lengthened by its skipped iterations
-//! at its own measured rate. It is chosen at the grid's first CTA when the grid has fewer waves
+//! at its own measured rate; a grid of enough waves also skips whole CTAs, as the waves mode
+//! would, their time modelled on the detailed CTAs of their class. It is chosen at the grid's
+//! first CTA when the grid has fewer waves
 //! than the waves mode needs, or when it would simulate a smaller share of the grid in detail:
 //! `HEAD + TAIL` of each CTA's longest loop, over 64 CTAs spread over the grid running the
 //! first CTA's programs (a causal grid's CTAs walk from one key block to all of them; the
@@ -83,6 +85,7 @@ use gpusim_isa::program::MAX_PARAMS;
 use gpusim_isa::{CtaTrace, Dim3, Inst, LoopNest, Program};
 
 pub(crate) use iterations::{IterSampler, warp_nests};
+use iterations::{longest_nests_agree, longest_trips};
 use serde::Serialize;
 
 use crate::kernel_run::{KernelRun, KernelStats};
@@ -406,7 +409,9 @@ impl KernelSampler {
 
     /// Chooses between waves and iterations mode at the grid's first CTA (see
     /// [`iterations`]): iterations when the grid has too few waves for the waves mode, or when
-    /// it would keep a smaller share of the grid in detail, unless the kernel launches clusters.
+    /// it would keep a smaller share of the grid in detail, unless the kernel launches clusters
+    /// or the first CTA's looping warps differ in their longest nests (they could not skip
+    /// alike).
     ///
     /// The share is estimated over [`DECIDE_SAMPLES`] CTAs spread evenly over the grid, each
     /// running the first CTA's programs at its own coordinate: a causal grid's first CTA walks
@@ -419,16 +424,7 @@ impl KernelSampler {
             .map(|i| {
                 let linear = if n > 1 { i * (self.ctas - 1) / (n - 1) } else { 0 };
                 let coord = if i == 0 { first.coord } else { grid.unlinear(linear) }.as_array();
-                first
-                    .warps
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(w, p)| {
-                        let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
-                        p.longest_nest(&params).map(|n| n.trips)
-                    })
-                    .max()
-                    .unwrap_or(0)
+                longest_trips(&first.warps, coord)
             })
             .collect();
         // The share of the grid each mode simulates in detail: the waves mode about its minimum
@@ -441,8 +437,11 @@ impl KernelSampler {
         let longest = trips.iter().copied().max().unwrap_or(0);
         let iterations_gain =
             longest >= iterations::MIN_TRIPS && (detailed as f64) * waves < self.opts.min_waves() as f64 * all as f64;
-        if !self.clustered && (few_waves || iterations_gain) {
-            self.iters = Some(IterSampler::new(self.slots));
+        let agree = longest_nests_agree(&first.warps, first.coord.as_array());
+        if !self.clustered && agree && (few_waves || iterations_gain) {
+            let mut it = IterSampler::new(self.slots);
+            it.plan_ctas(self.ctas, &self.opts);
+            self.iters = Some(it);
             self.phase = Phase::Off;
         }
     }
@@ -676,11 +675,19 @@ impl KernelSampler {
 
     /// Whether the next CTA pulled is to be skipped.
     pub(crate) fn skipping(&self) -> bool {
+        if let Some(it) = &self.iters {
+            return it.skips_next();
+        }
         matches!(self.phase, Phase::Skipping(n) if n > 0)
     }
 
-    /// Counts `cta` of `k` as skipped (the kernel's op timing must cover its ops).
-    pub(crate) fn skip(&mut self, k: &KernelRun, cta: &CtaTrace) {
+    /// Counts `cta` of `k` as skipped (the kernel's op timing must cover its ops); `alone`: the
+    /// kernel is the only one running.
+    pub(crate) fn skip(&mut self, k: &KernelRun, cta: &CtaTrace, alone: bool) {
+        if let Some(it) = self.iters.as_mut() {
+            it.skip_whole(k, cta, alone);
+            return;
+        }
         let Some(b) = self.blocks.last_mut() else { return };
         let coord = cta.coord.as_array();
         for (w, prog) in cta.warps.iter().enumerate() {

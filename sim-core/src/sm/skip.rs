@@ -83,13 +83,14 @@ impl Sm {
 pub(crate) type SkippedBody<'a> = dyn FnMut(&Arc<Program>, &[i64; MAX_PARAMS], &LoopNest, u64) + 'a;
 
 impl Sm {
-    /// Iterations-mode sampling: makes every warp of CTA slot `cs` run flat iterations
-    /// `0..head` of its longest loop nest ([`Program::longest_nest`]), skip to
-    /// `trips - tail` and run the rest; calls `skipped(program, params, nest, count)` for each
-    /// warp. Returns the nest (of its first warp) and the iterations skipped; `None`, skipping
-    /// nothing, when the CTA's warps do not share one nest (same loop, same trips) or it is too
-    /// short to leave anything between `head` and `tail`. Called right after
-    /// [`Sm::launch`], before any warp has issued.
+    /// Iterations-mode sampling: makes every looping warp of CTA slot `cs` run flat iterations
+    /// `0..head` of its longest loop nest ([`Program::longest_nest`]), skip to `trips - tail`
+    /// and run the rest; calls `skipped(program, params, nest, count)` for each warp. Returns
+    /// the nest (of its first looping warp) and the iterations skipped; `None`, skipping
+    /// nothing, when its looping warps' nests differ in depth or trips (a producer warp and its
+    /// consumers run different programs, but walk the same key blocks) or it is too short to
+    /// leave anything between `head` and `tail`. Warps without a loop (an idle producer) skip
+    /// nothing. Called right after [`Sm::launch`], before any warp has issued.
     pub(crate) fn skip_cta_iterations(
         &mut self,
         cs: u16,
@@ -102,10 +103,10 @@ impl Sm {
         for &slot in &c.slots {
             let s = slot as usize;
             let prog = self.w.program[s].as_deref()?;
-            let nest = prog.longest_nest(self.w.cursor[s].params())?;
+            let Some(nest) = prog.longest_nest(self.w.cursor[s].params()) else { continue };
             match &shared {
                 None => shared = Some(nest),
-                Some(n) if n.step == nest.step && n.trips == nest.trips && n.levels == nest.levels => {}
+                Some(n) if n.trips == nest.trips && n.levels == nest.levels => {}
                 Some(_) => return None,
             }
         }
@@ -122,17 +123,39 @@ impl Sm {
         Some((nest, count))
     }
 
-    /// How far CTA slot `cs` is in `nest`: one past the furthest flat iteration any of its
-    /// warps has begun (0 before the nest), or `u64::MAX` once a warp has left it.
-    pub(crate) fn cta_nest_next(&self, cs: u16, nest: &LoopNest) -> u64 {
-        let mut next = 0u64;
-        for &slot in &self.ctas[cs as usize].slots {
-            match self.w.cursor[slot as usize].nest_iteration(nest) {
-                Some(i) => next = next.max(i + 1),
-                None => return u64::MAX,
-            }
+    /// The flat iteration (skipped ones counted) that CTA slot `cs` is measured at in the nest
+    /// it skips in ([`gpusim_isa::Cursor::skip_nest_iteration`]); `None` once it has left it.
+    ///
+    /// Warps whose skipped nests begin at the same step are copies of one loop (an Ampere
+    /// GEMM's warp columns run programs that differ only in their addresses): they run in
+    /// lockstep between barriers, the CTA is at its furthest warp's iteration, and it has left
+    /// once any warp has. Warps whose nests begin at different steps are a producer and its
+    /// consumers: the CTA is at its slowest looping warp's iteration (a producer runs ahead by
+    /// the pipeline's stages while it fills them, and its start would make the rate
+    /// optimistic), and it has left when every looping warp has.
+    pub(crate) fn cta_iteration(&self, cs: u16) -> Option<u64> {
+        let slots = &self.ctas[cs as usize].slots;
+        let cursor = |s: u16| &self.w.cursor[s as usize];
+        let step = slots.first().map(|&s| cursor(s).skip_nest_step());
+        if slots.iter().all(|&s| Some(cursor(s).skip_nest_step()) == step) {
+            slots.iter().try_fold(0, |far, &s| cursor(s).skip_nest_iteration().map(|i| far.max(i)))
+        } else {
+            slots.iter().filter_map(|&s| cursor(s).skip_nest_iteration()).min()
         }
-        next
+    }
+
+    /// The flat iterations of the longest loop nest of CTA slot `cs` (the most over its
+    /// warps; 0 without a loop).
+    pub(crate) fn cta_longest_trips(&self, cs: u16) -> u64 {
+        let slots = &self.ctas[cs as usize].slots;
+        slots
+            .iter()
+            .filter_map(|&s| {
+                let prog = self.w.program[s as usize].as_deref()?;
+                prog.longest_nest(self.w.cursor[s as usize].params()).map(|n| n.trips)
+            })
+            .max()
+            .unwrap_or(0)
     }
 }
 
