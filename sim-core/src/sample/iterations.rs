@@ -127,6 +127,24 @@ struct IterCta {
     rate: Option<f64>,
 }
 
+impl IterCta {
+    /// A CTA skipped whole at dispatch, whose longest nest has `trips` flat iterations.
+    fn whole(trips: u64) -> IterCta {
+        IterCta {
+            sm: 0,
+            slot: 0,
+            placed: 0,
+            retired: None,
+            whole: true,
+            trips,
+            measured: false,
+            skip: None,
+            first: None,
+            rate: None,
+        }
+    }
+}
+
 /// The iterations a CTA skips.
 #[derive(Clone, Copy, Debug)]
 struct CtaSkip {
@@ -205,19 +223,7 @@ impl IterSampler {
         self.skipped.ctas += 1;
         self.overlapped |= !alone;
         self.pulled += 1;
-        let trips = longest_trips(&cta.warps, coord);
-        self.ctas.push(IterCta {
-            sm: 0,
-            slot: 0,
-            placed: 0,
-            retired: None,
-            whole: true,
-            trips,
-            measured: false,
-            skip: None,
-            first: None,
-            rate: None,
-        });
+        self.ctas.push(IterCta::whole(longest_trips(&cta.warps, coord)));
     }
 
     /// The inner mode's sampler (see the module doc).
@@ -475,18 +481,7 @@ mod tests {
     /// had, their mean life less their iterations at the mean rate, plus its own.
     #[test]
     fn a_ctas_skipped_whole_takes_its_class_duration() {
-        let whole = |trips: u64| IterCta {
-            sm: 0,
-            slot: 0,
-            placed: 0,
-            retired: None,
-            whole: true,
-            trips,
-            measured: false,
-            skip: None,
-            first: None,
-            rate: None,
-        };
+        let whole = IterCta::whole;
         let mut s = IterSampler::new(2);
         let (mut a, mut b) = (cta(0, 100, 10, Some(5.0)), cta(0, 100, 10, Some(5.0)));
         (a.trips, b.trips) = (17, 17);
