@@ -155,13 +155,16 @@ impl Cursor {
     /// Makes the warp skip flat iterations `from..to` of its main loop nest `nest` (from
     /// [`Program::loop_nest`] with this cursor's parameters): it runs iterations `0..from`, then
     /// `to..`, with loop variables (and so addresses) of the iterations it runs. Ignored unless
-    /// `0 < from < to < nest.trips`. Every warp of a CTA that synchronises with the others must
-    /// skip the same iterations, so that barrier arrivals and waits still pair up.
+    /// `0 < from <= to < nest.trips`; `from == to` skips nothing but names the nest for
+    /// [`Cursor::skip_nest_iteration`] (a CTA measured over its whole loop). Every warp of a CTA
+    /// that synchronises with the others must skip the same iterations, so that barrier
+    /// arrivals and waits still pair up.
     pub fn skip_iterations(&mut self, nest: &LoopNest, from: u64, to: u64) {
-        if from == 0 || from >= to || to >= nest.trips {
+        if from == 0 || from > to || to >= nest.trips {
             return;
         }
-        self.skip_at = from;
+        // `skip_at == 0`: no jump pending.
+        self.skip_at = if from < to { from } else { 0 };
         self.skip_to = to;
         self.skip_step = nest.step;
         self.skip_levels = nest.levels;
@@ -459,6 +462,17 @@ mod tests {
             m += 1;
         }
         assert_eq!(m, p.dynamic_len());
+        // A zero-length skip runs everything but names the nest measured.
+        let mut c = c0;
+        c.skip_iterations(&nest, 4, 4);
+        let (mut m, mut seen) = (0, Vec::new());
+        while c.peek(&p).is_some() {
+            seen.push(c.skip_nest_iteration());
+            c.advance();
+            m += 1;
+        }
+        assert_eq!(m, p.dynamic_len());
+        assert_eq!(seen[1 + 3 * 6], Some(6));
     }
 
     /// A persistent kernel's shape: 3 tiles (a two-level tile nest, 3 × 1), each a prologue, a

@@ -13,6 +13,16 @@
 //! stages ahead of its consumers and would start the measurement early); a CTA whose head the
 //! polls missed takes the mean of the others.
 //!
+//! A head is not always the loop's rate: the CTAs of a wave start together, and in a
+//! memory-bound loop they contend in step until their loads drift apart (the unfused
+//! attention's batched P·V GEMM: the first iterations 20% slower than the last, over 20
+//! iterations), which shortened CTAs never live long enough to do. So in a grid of at least
+//! three waves the second wave is a reference ([`IterSampler::plan_ctas`]): its CTAs run
+//! [`REF_HEAD`] iterations before their skip (a shorter loop whole, but its tail), and their rate
+//! after the head against their head's rate scales every later CTA's head rate
+//! ([`IterSampler::extrapolate`]). The first wave keeps its own: it starts cold and all at once,
+//! and its head is measured exactly as in the full run.
+//!
 //! The time the skipped iterations would have taken is not a constant per CTA: a CTA that runs
 //! longer holds its SM slot longer, so the CTAs after it start later, and only the ones on the
 //! critical path lengthen the kernel. The sampler replays the grid's dispatch at CTA-slot level
@@ -39,9 +49,10 @@
 //! The rate is measured on the first tile's head, from the slowest warp. The replay is the
 //! same; with one wave it is the latest CTA's lengthened end.
 //!
-//! What this does not see: a CTA's rate changing within its skipped iterations (its
-//! co-resident CTA finishing, the L2 working set growing as the CTA walks further through
-//! memory). tests/sampling.rs bounds the error against full detail.
+//! What this does not see: a CTA's rate changing within its skipped iterations beyond what the
+//! reference wave's first [`REF_HEAD`] iterations show (its co-resident CTA finishing, the L2
+//! working set growing as the CTA walks further through memory), or a drift that differs from
+//! wave to wave. tests/sampling.rs bounds the error against full detail.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -59,6 +70,12 @@ use crate::sm::Sm;
 pub(crate) const HEAD: u64 = 5;
 /// Flat iterations run in detail after the skip: the loop's drain and the epilogue's start.
 pub(crate) const TAIL: u64 = 2;
+/// Flat iterations the CTAs of the reference wave run before their skip (all of a shorter
+/// loop but its tail): their rate over iterations `HEAD..REF_HEAD` against their head's
+/// corrects every later CTA's head rate ([`IterSampler::extrapolate`]).
+pub(crate) const REF_HEAD: u64 = 4 * HEAD;
+/// Reference CTAs needed, with both rates measured, to correct the others' rates.
+const MIN_REFERENCE: usize = 8;
 /// How often the heads of CTAs being measured are looked at. An iteration of a long loop is
 /// thousands of cycles; the polls' offset is the same at both ends of the measured stretch, so
 /// it adds noise, not bias.
@@ -119,12 +136,18 @@ struct IterCta {
     trips: u64,
     /// In a wave measured for the CTAs skipped whole (the one before each skipped block).
     measured: bool,
+    /// In the reference wave: runs [`REF_HEAD`] iterations before its skip.
+    reference: bool,
     /// What it skips; `None`: nothing.
     skip: Option<CtaSkip>,
     /// Cycle and (executed) iteration of the first poll that saw iteration 1 begun.
     first: Option<(u64, u64)>,
-    /// Measured cycles per flat iteration.
+    /// Measured cycles per flat iteration over its head (iterations `1..HEAD`).
     rate: Option<f64>,
+    /// A reference CTA: cycle and executed iteration where its head ended, and its cycles per
+    /// flat iteration from there to its skip.
+    head_end: Option<(u64, u64)>,
+    later: Option<f64>,
 }
 
 impl IterCta {
@@ -138,9 +161,12 @@ impl IterCta {
             whole: true,
             trips,
             measured: false,
+            reference: false,
             skip: None,
             first: None,
             rate: None,
+            head_end: None,
+            later: None,
         }
     }
 }
@@ -151,6 +177,8 @@ struct CtaSkip {
     /// The nest skipped in: the CTA's longest loop nest, or (inner mode) the nest inside its
     /// main nest's body.
     nest: LoopNest,
+    /// Flat iterations run before the skip (iterations mode; [`HEAD`] in the inner mode).
+    head: u64,
     /// Flat iterations of `nest` skipped in all (inner mode: over every entry), and run.
     count: u64,
     run: u64,
@@ -179,6 +207,9 @@ pub(crate) struct IterSampler {
     /// grid's CTAs in order ([`IterSampler::plan_ctas`]), and CTAs pulled so far.
     skip_ranges: Vec<(u64, u64)>,
     pulled: u64,
+    /// The reference wave, as a range of the grid's CTAs in order ([`IterSampler::plan_ctas`]);
+    /// empty without one.
+    reference: std::ops::Range<u64>,
 }
 
 impl IterSampler {
@@ -186,14 +217,22 @@ impl IterSampler {
         IterSampler { slots: slots.max(1), ..IterSampler::default() }
     }
 
-    /// Lays out the CTAs to skip whole in a grid of `ctas` CTAs, `slots` of them resident at
-    /// once (a wave), as the waves mode lays out its blocks ([`super`]): `warmup` waves in
-    /// detail, then `measure` detailed waves each followed by a skipped block and `rewarm`
-    /// detailed waves (but the last), then `tail` full waves and the partial last wave in
-    /// detail. Nothing when the grid has too few waves to leave a block.
+    /// Lays out the reference wave and the CTAs to skip whole in a grid of `ctas` CTAs, `slots`
+    /// of them resident at once (a wave).
+    ///
+    /// The reference wave is the second, in a grid of at least three waves: its CTAs run
+    /// [`REF_HEAD`] iterations before their skip (the first wave starts cold and all at once,
+    /// unlike any later one). The CTAs skipped whole are laid out as the waves mode lays out its
+    /// blocks ([`super`]): `warmup` waves in detail, then `measure` detailed waves each followed
+    /// by a skipped block and `rewarm` detailed waves (but the last), then `tail` full waves and
+    /// the partial last wave in detail; none when the grid has too few waves to leave a block.
+    /// The reference wave is among the warm-up waves or the first measured one.
     pub(crate) fn plan_ctas(&mut self, ctas: u64, opts: &super::SampleOptions) {
         let o = opts.clamped();
         let (wave, full) = (self.slots, ctas / self.slots);
+        if full >= 3 {
+            self.reference = wave..2 * wave;
+        }
         let m = o.measure_waves as u64;
         let detailed = o.warmup_waves as u64 + m + (m - 1) * o.rewarm_waves as u64 + o.tail_waves as u64;
         let Some(skippable) = full.checked_sub(detailed).filter(|&n| n > 0) else { return };
@@ -243,17 +282,18 @@ impl IterSampler {
             skip = if self.inner {
                 sm.skip_cta_inner(slot, HEAD, TAIL, &mut count).map(|s| CtaSkip {
                     nest: s.inner,
+                    head: HEAD,
                     count: s.entries * s.per_entry,
                     run: s.entries * (s.inner.trips - s.per_entry),
                     per_entry: s.per_entry,
                 })
             } else {
-                sm.skip_cta_iterations(slot, HEAD, TAIL, &mut count).map(|(nest, count)| CtaSkip {
-                    nest,
-                    count,
-                    run: nest.trips - count,
-                    per_entry: count,
-                })
+                // A reference CTA is measured even when its loop is too short to skip anything.
+                let reference = self.reference.contains(&self.pulled);
+                let head = if reference { REF_HEAD } else { HEAD };
+                sm.skip_cta_iterations(slot, head, TAIL, &mut count)
+                    .filter(|&(_, head, count)| count > 0 || (reference && head >= HEAD))
+                    .map(|(nest, head, count)| CtaSkip { nest, head, count, run: nest.trips - count, per_entry: count })
             };
         } else if self.skipped.warp_insts > 0 {
             self.overlapped = true;
@@ -262,6 +302,7 @@ impl IterSampler {
         if skip.is_some() {
             self.measuring.push(i);
         }
+        let reference = self.reference.contains(&self.pulled) && skip.is_some();
         // The CTA's class, for the CTAs skipped whole (only those grids need it).
         let trips = if self.skip_ranges.is_empty() { 0 } else { sm.cta_longest_trips(slot) };
         let measured =
@@ -275,9 +316,12 @@ impl IterSampler {
             whole: false,
             trips,
             measured,
+            reference,
             skip,
             first: None,
             rate: None,
+            head_end: None,
+            later: None,
         });
         self.live.insert((sm.id, slot), i);
     }
@@ -313,22 +357,29 @@ impl IterSampler {
                 }
             } else {
                 // The CTA's iteration ([`Sm::cta_iteration`]), counted in iterations executed
-                // (past the skip, iteration `HEAD + count` is the `HEAD`-th executed).
+                // (past the skip, iteration `head + count` is the `head`-th executed).
                 let Some(begun) = sm.cta_iteration(c.slot) else { return false };
-                if begun >= HEAD + skip.count { begun - skip.count } else { begun }
+                if begun >= skip.head + skip.count { begun - skip.count } else { begun }
             };
-            match c.first {
-                None if executed >= HEAD => false,
-                None if executed >= 1 => {
+            let per_iteration = |(at, from): (u64, u64)| (now - at) as f64 / (executed - from) as f64;
+            match (c.first, c.head_end) {
+                (None, _) if executed >= HEAD => false,
+                (None, _) if executed >= 1 => {
                     c.first = Some((now, executed));
                     true
                 }
-                None => true,
-                Some((at, from)) if executed >= HEAD => {
-                    c.rate = Some((now - at) as f64 / (executed - from) as f64);
+                (None, _) => true,
+                (Some(first), None) if executed >= HEAD => {
+                    c.rate = Some(per_iteration(first));
+                    // A reference CTA goes on to its skip.
+                    c.head_end = Some((now, executed));
+                    c.reference && executed < skip.head
+                }
+                (Some(_), Some(end)) if executed >= skip.head => {
+                    c.later = Some(per_iteration(end));
                     false
                 }
-                Some(_) => true,
+                (Some(_), _) => true,
             }
         });
     }
@@ -358,17 +409,31 @@ impl IterSampler {
     /// The cycles the skipped iterations and CTAs add to the kernel (see the module doc), and
     /// the relative standard error of the measured rates (the error estimate's spread).
     pub(crate) fn extrapolate(&self, start: u64) -> (u64, f64) {
-        let rates: Vec<f64> = self.ctas.iter().filter_map(|c| c.rate).collect();
-        let n = rates.len() as f64;
-        let mean = rates.iter().sum::<f64>() / n.max(1.0);
-        let var = if n > 1.0 { rates.iter().map(|r| (r - mean) * (r - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
-        let rel = if mean > 0.0 { (var / n).sqrt() / mean } else { 0.0 };
+        let (scale, scale_rel) = self.head_correction();
+        // Each CTA's rate: a reference CTA's own after its head; a CTA after the reference
+        // wave's start its head's, corrected; a first-wave CTA its head's.
+        let rate_of = |(i, c): (usize, &IterCta)| -> Option<f64> {
+            if c.reference {
+                c.later.or(c.rate)
+            } else if i as u64 >= self.reference.start {
+                c.rate.map(|r| r * scale)
+            } else {
+                c.rate
+            }
+        };
+        let rates: Vec<Option<f64>> = self.ctas.iter().enumerate().map(rate_of).collect();
+        let measured: Vec<f64> = rates.iter().flatten().copied().collect();
+        let n = measured.len() as f64;
+        let mean = measured.iter().sum::<f64>() / n.max(1.0);
+        let var =
+            if n > 1.0 { measured.iter().map(|r| (r - mean) * (r - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+        let rel = if mean > 0.0 { ((var / n) / (mean * mean) + scale_rel * scale_rel).sqrt() } else { 0.0 };
         let duration = |c: &IterCta| c.retired.map_or(0, |r| r.saturating_sub(c.placed));
-        let lengthened = |c: &IterCta| -> f64 {
+        let lengthened = |i: usize, c: &IterCta| -> f64 {
             let Some(skip) = c.skip else { return duration(c) as f64 };
             // A CTA whose head the polls missed takes the others' mean; with none measured, its
             // own life per iteration run (an overestimate: it includes the prologue).
-            let rate = c.rate.unwrap_or(if mean > 0.0 { mean } else { duration(c) as f64 / skip.run.max(1) as f64 });
+            let rate = rates[i].unwrap_or(if mean > 0.0 { mean } else { duration(c) as f64 / skip.run.max(1) as f64 });
             duration(c) as f64 + skip.count as f64 * rate
         };
         // A CTA skipped whole lasts what the CTAs of its class (trips) in the measured waves
@@ -380,8 +445,10 @@ impl IterSampler {
         let any_measured = self.ctas.iter().any(|c| c.measured && c.retired.is_some());
         let mut classes: BTreeMap<u64, (f64, u64)> = BTreeMap::new();
         let (mut fixed, mut runs) = (0.0f64, 0u64);
-        for c in self.ctas.iter().filter(|c| !c.whole && c.retired.is_some() && (c.measured || !any_measured)) {
-            let l = lengthened(c);
+        for (i, c) in
+            self.ctas.iter().enumerate().filter(|(_, c)| !c.whole && c.retired.is_some() && (c.measured || !any_measured))
+        {
+            let l = lengthened(i, c);
             let e = classes.entry(c.trips).or_default();
             e.0 += l;
             e.1 += 1;
@@ -389,29 +456,59 @@ impl IterSampler {
             runs += 1;
         }
         let fixed = fixed / runs.max(1) as f64;
-        let full = |c: &IterCta| -> u64 {
+        let full = |i: usize, c: &IterCta| -> u64 {
             if !c.whole {
-                return lengthened(c).round() as u64;
+                return lengthened(i, c).round() as u64;
             }
             match classes.get(&c.trips) {
                 Some(&(sum, n)) => (sum / n as f64).round() as u64,
                 None => (fixed + mean * c.trips as f64).max(0.0).round() as u64,
             }
         };
-        let all = self.replay(start, self.ctas.iter(), full);
-        let detailed = self.replay(start, self.ctas.iter().filter(|c| !c.whole), duration);
+        let all = self.replay(start, self.ctas.iter().enumerate(), full);
+        let detailed = self.replay(start, self.ctas.iter().enumerate().filter(|(_, c)| !c.whole), |_, c| duration(c));
         (all.saturating_sub(detailed), rel)
     }
 
+    /// The factor from a CTA's head rate to its rate over the rest of its loop, and its
+    /// relative standard error: over the reference wave's CTAs, their mean rate after their
+    /// head against their mean head rate. A loop's first iterations can be slower than the
+    /// rest: a memory-bound wave's CTAs start together and contend in step until their loads
+    /// drift apart (the unfused attention's batched GEMMs: 20% over 20 iterations), which the
+    /// shortened CTAs, never drifting apart, cannot show. `(1, 0)` without enough reference
+    /// CTAs measured.
+    fn head_correction(&self) -> (f64, f64) {
+        let pairs: Vec<(f64, f64)> =
+            self.ctas.iter().filter(|c| c.reference).filter_map(|c| Some((c.rate?, c.later?))).collect();
+        if pairs.len() < MIN_REFERENCE {
+            return (1.0, 0.0);
+        }
+        let n = pairs.len() as f64;
+        let (head, later) = pairs.iter().fold((0.0, 0.0), |(h, l), &(a, b)| (h + a, l + b));
+        if head <= 0.0 {
+            return (1.0, 0.0);
+        }
+        let scale = later / head;
+        // The ratio estimator's standard error: the spread of later − scale × head.
+        let resid = pairs.iter().map(|&(h, l)| (l - scale * h) * (l - scale * h)).sum::<f64>() / (n - 1.0);
+        let rel = (resid / n).sqrt() / (later / n);
+        (scale, rel)
+    }
+
     /// The makespan of the grid dispatched in order onto `slots` CTA slots freed at `start`,
-    /// each CTA taking `time(cta)` cycles.
-    fn replay<'a>(&self, start: u64, ctas: impl Iterator<Item = &'a IterCta>, time: impl Fn(&IterCta) -> u64) -> u64 {
+    /// each CTA taking `time(index, cta)` cycles (`index` in the grid's order).
+    fn replay<'a>(
+        &self,
+        start: u64,
+        ctas: impl Iterator<Item = (usize, &'a IterCta)>,
+        time: impl Fn(usize, &IterCta) -> u64,
+    ) -> u64 {
         let mut free: BinaryHeap<Reverse<u64>> =
             (0..self.slots.min(self.ctas.len() as u64)).map(|_| Reverse(start)).collect();
         let mut end = start;
-        for c in ctas {
+        for (i, c) in ctas {
             let Reverse(at) = free.pop().unwrap_or(Reverse(start));
-            let done = at + time(c);
+            let done = at + time(i, c);
             end = end.max(done);
             free.push(Reverse(done));
         }
@@ -429,7 +526,7 @@ mod tests {
         b.inst(gpusim_isa::Inst::new(0));
         b.end_loop().unwrap();
         let nest = b.finish().unwrap().longest_nest(&[0; MAX_PARAMS]).unwrap();
-        let skip = Some(CtaSkip { nest, count: skip, run: HEAD + TAIL, per_entry: skip });
+        let skip = Some(CtaSkip { nest, head: HEAD, count: skip, run: HEAD + TAIL, per_entry: skip });
         IterCta {
             sm: 0,
             slot: 0,
@@ -438,9 +535,12 @@ mod tests {
             whole: false,
             trips: 0,
             measured: false,
+            reference: false,
             skip,
             first: None,
             rate,
+            head_end: None,
+            later: None,
         }
     }
 

@@ -52,9 +52,10 @@
 //! waves of CTAs walking hundreds of key blocks) uses the iterations mode instead
 //! ([`iterations`]): every CTA skips the middle of its longest loop nest, and the skipped time
 //! comes from replaying the grid's dispatch with each CTA lengthened by its skipped iterations
-//! at its own measured rate; a grid of enough waves also skips whole CTAs, as the waves mode
-//! would, their time modelled on the detailed CTAs of their class. It is chosen at the grid's
-//! first CTA when the grid has fewer waves
+//! at its own measured rate, corrected by a reference wave that runs longer heads (a
+//! memory-bound loop's first iterations can be slower than the rest); a grid of enough waves
+//! also skips whole CTAs, as the waves mode would, their time modelled on the detailed CTAs of
+//! their class. It is chosen at the grid's first CTA when the grid has fewer waves
 //! than the waves mode needs, or when it would simulate a smaller share of the grid in detail:
 //! `HEAD + TAIL` of each CTA's longest loop, over 64 CTAs spread over the grid running the
 //! first CTA's programs (a causal grid's CTAs walk from one key block to all of them; the

@@ -85,19 +85,21 @@ pub(crate) type SkippedBody<'a> = dyn FnMut(&Arc<Program>, &[i64; MAX_PARAMS], &
 impl Sm {
     /// Iterations-mode sampling: makes every looping warp of CTA slot `cs` run flat iterations
     /// `0..head` of its longest loop nest ([`Program::longest_nest`]), skip to `trips - tail`
-    /// and run the rest; calls `skipped(program, params, nest, count)` for each warp. Returns
-    /// the nest (of its first looping warp) and the iterations skipped; `None`, skipping
-    /// nothing, when its looping warps' nests differ in depth or trips (a producer warp and its
-    /// consumers run different programs, but walk the same key blocks) or it is too short to
-    /// leave anything between `head` and `tail`. Warps without a loop (an idle producer) skip
-    /// nothing. Called right after [`Sm::launch`], before any warp has issued.
+    /// and run the rest; calls `skipped(program, params, nest, count)` for each warp that skips.
+    /// Returns the nest (of its first looping warp), the head run (`head`, or less when the
+    /// loop is shorter than `head + tail`: it then runs whole, its skip rule only naming the
+    /// nest for [`Sm::cta_iteration`]) and the iterations skipped; `None`, skipping nothing,
+    /// when its looping warps' nests differ in depth or trips (a producer warp and its
+    /// consumers run different programs, but walk the same key blocks) or the loop has no
+    /// iteration before its tail. Warps without a loop (an idle producer) skip nothing. Called
+    /// right after [`Sm::launch`], before any warp has issued.
     pub(crate) fn skip_cta_iterations(
         &mut self,
         cs: u16,
         head: u64,
         tail: u64,
         skipped: &mut SkippedBody<'_>,
-    ) -> Option<(LoopNest, u64)> {
+    ) -> Option<(LoopNest, u64, u64)> {
         let c = &self.ctas[cs as usize];
         let mut shared: Option<LoopNest> = None;
         for &slot in &c.slots {
@@ -111,16 +113,22 @@ impl Sm {
             }
         }
         let nest = shared?;
-        let count = nest.trips.checked_sub(head + tail).filter(|&n| n > 0)?;
+        let head = head.min(nest.trips.saturating_sub(tail));
+        if head == 0 {
+            return None;
+        }
+        let count = nest.trips - tail - head;
         for i in 0..self.ctas[cs as usize].slots.len() {
             let s = self.ctas[cs as usize].slots[i] as usize;
             let Some(prog) = self.w.program[s].clone() else { continue };
             let cur = &mut self.w.cursor[s];
             let Some(own) = prog.longest_nest(cur.params()) else { continue };
             cur.skip_iterations(&own, head, head + count);
-            skipped(&prog, cur.params(), &own, count);
+            if count > 0 {
+                skipped(&prog, cur.params(), &own, count);
+            }
         }
-        Some((nest, count))
+        Some((nest, head, count))
     }
 
     /// The flat iteration (skipped ones counted) that CTA slot `cs` is measured at in the nest
