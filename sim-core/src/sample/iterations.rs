@@ -425,8 +425,7 @@ impl IterSampler {
         let measured: Vec<f64> = rates.iter().flatten().copied().collect();
         let n = measured.len() as f64;
         let mean = measured.iter().sum::<f64>() / n.max(1.0);
-        let var =
-            if n > 1.0 { measured.iter().map(|r| (r - mean) * (r - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+        let var = if n > 1.0 { measured.iter().map(|r| (r - mean) * (r - mean)).sum::<f64>() / (n - 1.0) } else { 0.0 };
         let rel = if mean > 0.0 { ((var / n) / (mean * mean) + scale_rel * scale_rel).sqrt() } else { 0.0 };
         let duration = |c: &IterCta| c.retired.map_or(0, |r| r.saturating_sub(c.placed));
         let lengthened = |i: usize, c: &IterCta| -> f64 {
@@ -445,8 +444,11 @@ impl IterSampler {
         let any_measured = self.ctas.iter().any(|c| c.measured && c.retired.is_some());
         let mut classes: BTreeMap<u64, (f64, u64)> = BTreeMap::new();
         let (mut fixed, mut runs) = (0.0f64, 0u64);
-        for (i, c) in
-            self.ctas.iter().enumerate().filter(|(_, c)| !c.whole && c.retired.is_some() && (c.measured || !any_measured))
+        for (i, c) in self
+            .ctas
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.whole && c.retired.is_some() && (c.measured || !any_measured))
         {
             let l = lengthened(i, c);
             let e = classes.entry(c.trips).or_default();
