@@ -579,6 +579,29 @@ mod tests {
         assert!(short.skip_ranges.is_empty());
     }
 
+    /// The reference wave's ratio of its rate after the head to its head's (8 / 10) scales the
+    /// head rates of the CTAs after its start; the first wave's CTA keeps its own.
+    #[test]
+    fn the_reference_wave_corrects_later_head_rates() {
+        let mut s = IterSampler::new(1);
+        s.reference = 1..9;
+        s.ctas.push(cta(0, 100, 10, Some(10.0)));
+        for i in 1..9 {
+            let mut r = cta(100 * i, 100 * (i + 1), 0, Some(10.0));
+            (r.reference, r.later) = (true, Some(8.0));
+            s.ctas.push(r);
+        }
+        s.ctas.push(cta(900, 1000, 10, Some(10.0)));
+        assert_eq!(s.head_correction(), (0.8, 0.0));
+        // One slot: the skipped time adds up, 10 × 10 for the first CTA, 10 × 10 × 0.8 for the
+        // last; the reference CTAs skipped nothing.
+        assert_eq!(s.extrapolate(0).0, 100 + 80);
+        // Too few reference CTAs measured: no correction.
+        s.ctas[8].later = None;
+        assert_eq!(s.head_correction(), (1.0, 0.0));
+        assert_eq!(s.extrapolate(0).0, 200);
+    }
+
     /// A CTA skipped whole lasts its class's mean lengthened duration; a class no detailed CTA
     /// had, their mean life less their iterations at the mean rate, plus its own.
     #[test]
