@@ -48,7 +48,7 @@ impl Cursor {
     /// A cursor at the start of `prog` for warp `warp` of CTA `cta`; evaluates the program's
     /// per-CTA parameters.
     pub fn new(prog: &Program, cta: [u32; 3], warp: u32) -> Cursor {
-        let params = if prog.params.is_empty() { [0; MAX_PARAMS] } else { prog.eval_params(cta, warp) };
+        let params = prog.eval_params(cta, warp);
         let tile_levels = if prog.params.is_empty() { 0 } else { prog.tile_levels() };
         Cursor {
             fixed: [cta[0] as i64, cta[1] as i64, cta[2] as i64, warp as i64],

@@ -326,8 +326,12 @@ pub struct Program {
 }
 
 impl Program {
-    /// The parameter values `p0..p7` of a warp (unused ones 0).
+    /// The parameter values `p0..p7` of a warp (unused ones 0; all 0, at once, for a program
+    /// without parameters).
     pub fn eval_params(&self, cta: [u32; 3], warp: u32) -> [i64; MAX_PARAMS] {
+        if self.params.is_empty() {
+            return [0; MAX_PARAMS];
+        }
         let mut vars = [0i64; NUM_VARS];
         vars[0] = cta[0] as i64;
         vars[1] = cta[1] as i64;
@@ -395,7 +399,7 @@ impl Program {
     /// [`Program::dynamic_len_for`] in 128 bits (saturating at `u128::MAX`, which loops of u32
     /// trip counts can reach only when nested five deep): exact where a count passes 2^64.
     pub fn dynamic_len_wide(&self, cta: [u32; 3], warp: u32) -> u128 {
-        let params = if self.params.is_empty() { [0; MAX_PARAMS] } else { self.eval_params(cta, warp) };
+        let params = self.eval_params(cta, warp);
         fn walk(steps: &[Step], mut i: usize, end: usize, params: &[i64; MAX_PARAMS]) -> u128 {
             let mut n = 0u128;
             while i < end {
@@ -422,7 +426,7 @@ impl Program {
     /// zero trips are not visited). What a simulator needs to count a warp's work without
     /// issuing it: the sum of every `n` is [`Program::dynamic_len_for`].
     pub fn for_each_executed(&self, cta: [u32; 3], warp: u32, f: impl FnMut(&Inst, u64)) {
-        let params = if self.params.is_empty() { [0; MAX_PARAMS] } else { self.eval_params(cta, warp) };
+        let params = self.eval_params(cta, warp);
         self.executed_in(&params, 0, self.steps.len(), 1, f);
     }
 

@@ -101,7 +101,7 @@ pub(crate) fn longest_trips(warps: &[Arc<Program>], coord: [u32; 3]) -> u64 {
         .iter()
         .enumerate()
         .filter_map(|(w, p)| {
-            let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+            let params = p.eval_params(coord, w as u32);
             p.longest_nest(&params).map(|n| n.trips)
         })
         .max()
@@ -114,7 +114,7 @@ pub(crate) fn longest_trips(warps: &[Arc<Program>], coord: [u32; 3]) -> u64 {
 pub(crate) fn longest_nests_agree(warps: &[Arc<Program>], coord: [u32; 3]) -> bool {
     let mut shared = None;
     for (w, p) in warps.iter().enumerate() {
-        let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+        let params = p.eval_params(coord, w as u32);
         let Some(n) = p.longest_nest(&params) else { continue };
         if *shared.get_or_insert((n.levels, n.trips)) != (n.levels, n.trips) {
             return false;
@@ -256,7 +256,7 @@ impl IterSampler {
     pub(crate) fn skip_whole(&mut self, k: &KernelRun, cta: &gpusim_isa::CtaTrace, alone: bool) {
         let coord = cta.coord.as_array();
         for (w, prog) in cta.warps.iter().enumerate() {
-            let params = if prog.params.is_empty() { [0; MAX_PARAMS] } else { prog.eval_params(coord, w as u32) };
+            let params = prog.eval_params(coord, w as u32);
             self.memo.add(&mut self.skipped, k, prog, &params, None);
         }
         self.skipped.ctas += 1;

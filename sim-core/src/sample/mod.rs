@@ -462,7 +462,7 @@ impl KernelSampler {
         let coord = first.coord.as_array();
         let mut shared = None;
         for (w, p) in first.warps.iter().enumerate() {
-            let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+            let params = p.eval_params(coord, w as u32);
             let Some(nests) = warp_nests(p, &params) else { return };
             let Some((o, i)) = nests else { continue };
             match shared {
@@ -586,7 +586,7 @@ impl KernelSampler {
         if let Some(plan) = self.plan.as_mut() {
             let coord = cta.coord.as_array();
             for (w, p) in cta.warps.iter().enumerate() {
-                let params = if p.params.is_empty() { [0; MAX_PARAMS] } else { p.eval_params(coord, w as u32) };
+                let params = p.eval_params(coord, w as u32);
                 match p.loop_nest(&params) {
                     Some(n) => {
                         plan.base = plan.base.saturating_add(n.before);
@@ -692,7 +692,7 @@ impl KernelSampler {
         let Some(b) = self.blocks.last_mut() else { return };
         let coord = cta.coord.as_array();
         for (w, prog) in cta.warps.iter().enumerate() {
-            let params = if prog.params.is_empty() { [0; MAX_PARAMS] } else { prog.eval_params(coord, w as u32) };
+            let params = prog.eval_params(coord, w as u32);
             self.memo.add(&mut b.skipped, k, prog, &params, None);
         }
         b.skipped.ctas += 1;
