@@ -273,6 +273,7 @@ impl IterSampler {
     /// CTA slot `slot` of SM `sm` was just given a CTA of `k` at `now`. It skips when the
     /// kernel runs `alone`.
     pub(crate) fn placed(&mut self, k: &KernelRun, sm: &mut Sm, slot: u16, now: u64, alone: bool) {
+        let in_reference = self.reference.contains(&self.pulled);
         let mut skip = None;
         if alone {
             let (sk, memo) = (&mut self.skipped, &mut self.memo);
@@ -289,10 +290,9 @@ impl IterSampler {
                 })
             } else {
                 // A reference CTA is measured even when its loop is too short to skip anything.
-                let reference = self.reference.contains(&self.pulled);
-                let head = if reference { REF_HEAD } else { HEAD };
+                let head = if in_reference { REF_HEAD } else { HEAD };
                 sm.skip_cta_iterations(slot, head, TAIL, &mut count)
-                    .filter(|&(_, head, count)| count > 0 || (reference && head >= HEAD))
+                    .filter(|&(_, head, count)| count > 0 || (in_reference && head >= HEAD))
                     .map(|(nest, head, count)| CtaSkip { nest, head, count, run: nest.trips - count, per_entry: count })
             };
         } else if self.skipped.warp_insts > 0 {
@@ -302,7 +302,7 @@ impl IterSampler {
         if skip.is_some() {
             self.measuring.push(i);
         }
-        let reference = self.reference.contains(&self.pulled) && skip.is_some();
+        let reference = in_reference && skip.is_some();
         // The CTA's class, for the CTAs skipped whole (only those grids need it).
         let trips = if self.skip_ranges.is_empty() { 0 } else { sm.cta_longest_trips(slot) };
         let measured =
