@@ -1,8 +1,8 @@
 //! Sampling (`SimOptions::sample`, `gpusim run --sample`) validated against full detail on every
 //! workload family: GEMM (Ampere waves, Hopper persistent loop), attention (FlashAttention-2
 //! waves, FlashAttention-2 forward+backward in the iterations mode, causal FlashAttention-3 with
-//! CTAs of unequal work), a MoE layer (grouped GEMMs and
-//! streaming kernels in one graph) and a many-CTA streaming microbenchmark. The sampled run
+//! CTAs of unequal work), unfused attention (GEMMs and memory-bound softmax row kernels in one
+//! graph), a MoE layer (grouped GEMMs and streaming kernels in one graph) and a many-CTA streaming microbenchmark. The sampled run
 //! must count exactly the instructions and FLOPs of the full one, and its time must be within
 //! the bound: mean error ≤ 2%, max ≤ 5%. Every case must actually be sampled, or it
 //! would validate nothing.
@@ -217,6 +217,23 @@ fn ci_cases() -> Vec<Case> {
                 ("pass", "fwdbwd"),
             ],
         ),
+        // Unfused attention: 15 kernels, the GEMMs in the waves mode, the softmax row kernels
+        // (32,768 CTAs, 152 waves of short CTAs) in the waves mode after twice the L2's size
+        // of warm-up, the streaming copies in detail.
+        generated(
+            "standard attention fwd+bwd b1 h16 s2048 d128 (A100)",
+            "attention",
+            "a100-sxm4-80gb",
+            &[
+                ("recipe", "standard"),
+                ("batch", "1"),
+                ("heads", "16"),
+                ("seqlen", "2048"),
+                ("headdim", "128"),
+                ("pass", "fwdbwd"),
+                ("dtype", "fp16"),
+            ],
+        ),
         // Persistent, 170 tiles on 132 CTAs of 21 key-block iterations each: the inner mode.
         generated(
             "FA3 fwd persistent b1 h4 s8192 d64 (H100)",
@@ -329,5 +346,21 @@ fn full_size_cases() {
             },
         ),
         stream_many_ctas(200_000),
+        // The gate's 4096-token case (1.37 G warp instructions, 14 minutes in full detail):
+        // softmax kernels of 2,427 waves, measured in windows of 8.
+        generated(
+            "standard attention fwd+bwd b4 h16 s4096 d128 (A100)",
+            "attention",
+            "a100-sxm4-80gb",
+            &[
+                ("recipe", "standard"),
+                ("batch", "4"),
+                ("heads", "16"),
+                ("seqlen", "4096"),
+                ("headdim", "128"),
+                ("pass", "fwdbwd"),
+                ("dtype", "fp16"),
+            ],
+        ),
     ]);
 }

@@ -249,7 +249,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         let ready = self.deps.add(idx, k.info.stream, &k.info.deps, |d| kernels[d].finished().then(|| kernels[d].end));
         let slots = k.occupancy.ctas_per_sm as u64 * self.sms.len() as u64;
         let clustered = k.info.cluster.count() > 1;
-        self.samplers.push(self.sample.and_then(|o| KernelSampler::new(o, k.info.num_ctas(), slots, clustered)));
+        self.samplers.push(
+            self.sample.and_then(|o| KernelSampler::new(o, k.info.num_ctas(), slots, clustered, self.arch.l2.size.0)),
+        );
         self.kernels.push(k);
         self.feeds.push(Feed::default());
         self.arrived.push(vec![0; self.sms.len().div_ceil(64)]);

@@ -4,16 +4,25 @@
 //! A kernel of many waves of CTAs reaches a steady state after its first wave: later waves
 //! repeat the same pattern of issue, stalls and traffic, drifting slowly as the grid moves
 //! through memory (a grouped GEMM's experts, a raster order). The sampler lets the detailed
-//! model run `warmup_waves` waves (ramp-up, caches filling) and then on until two consecutive
-//! waves agree within 5% in cycles per instruction (a memory-bound grid's queues may still be
-//! filling; it gives up, and runs in detail, at a third of the grid), then alternates: one
-//! measured wave,
-//! then a block of whole waves *skipped* at dispatch (a skipped CTA never reaches an SM), so
-//! that the `measure_waves` measured waves are spread evenly over the grid. The last
-//! `tail_waves` waves plus the grid's partial last wave run in detail, so the tail's imbalance
-//! and drain are simulated, not estimated. Each block is extrapolated from the measured waves
-//! on either side of it (skipping takes no simulated time, so the two form one detailed
-//! stretch).
+//! model run `warmup_waves` waves (ramp-up, caches filling) and then on until the kernel has
+//! moved twice the L2's size through it and two consecutive waves agree within 5% in cycles
+//! per instruction (a memory-bound grid's queues may still be filling; it gives up, and runs
+//! in detail, at a third of the grid), then alternates: one measured window of waves, then a
+//! block of whole waves *skipped* at dispatch (a skipped CTA never reaches an SM), so that the
+//! `measure_waves` measured windows are spread evenly over the grid. The last `tail_waves`
+//! waves plus the grid's partial last wave run in detail, so the tail's imbalance and drain are
+//! simulated, not estimated. Each block is extrapolated from the measured windows on either
+//! side of it (skipping takes no simulated time, so the two form one detailed stretch).
+//!
+//! Skipped CTAs touch no memory, so the L2 keeps the state the detailed waves left it in. The
+//! waves mode therefore measures only once that state is the kernel's own: until the kernel has
+//! replaced what earlier kernels left (twice the L2's size: once left a streaming kernel's
+//! waves still 6% slow, the softmax of unfused attention at 1024 tokens), its waves evict
+//! another mix of dirty and clean lines than its later waves do (unfused attention's softmax
+//! backward at 4096 tokens measured 60% slow). Its detailed tail moves as much again, so the kernels after it find the L2 as the full grid would leave it. A window spans up
+//! to 8 waves where the grid has waves to spare (see `lay_out_blocks`): a single wave's length
+//! jitters by a good part of a CTA's lifetime, and a few single waves missed the grid's mean by
+//! 4% on a GEMM of short CTAs.
 //!
 //! What a skipped CTA adds to the kernel:
 //! - **exactly**, from its programs: warp and thread instructions, per-op counts, pipe busy
@@ -322,6 +331,11 @@ fn steady(a: &Mark, b: &Mark, c: &Mark) -> bool {
     mean > 0.0 && (c1 - c2).abs() <= WAVES_STEADY_TOLERANCE * mean
 }
 
+/// Waves mode: the measured windows together span at most this fraction (1/N) of the waves
+/// left once steady, each at least one wave and at most [`MAX_WINDOW_WAVES`].
+const WINDOW_SHARE: u64 = 16;
+const MAX_WINDOW_WAVES: u64 = 8;
+
 /// CTAs of a grid whose longest loops decide between the waves and the iterations mode.
 const DECIDE_SAMPLES: u64 = 64;
 
@@ -356,6 +370,11 @@ pub(crate) struct KernelSampler {
     undecided: bool,
     /// A grid of one wave whose mode (loop or inner) is chosen at its first CTA.
     one_wave_undecided: bool,
+    /// Waves mode: bytes the kernel must move through the L2 before its waves may count as
+    /// steady, and its detailed tail at least (twice the L2's size; see the module doc).
+    l2_turnover: u64,
+    /// Waves mode: waves in each measured window (see [`KernelSampler::lay_out_blocks`]).
+    window_waves: u64,
     /// CTA slots of the GPU for the kernel (a wave), and whether it launches clusters.
     slots: u64,
     clustered: bool,
@@ -382,7 +401,15 @@ impl KernelSampler {
     /// first retirement, when the number of CTAs resident at once (a wave) is known.
     /// `one_wave`: the whole grid is resident at once (loop mode).
     /// `slots`: CTAs resident at once on the whole GPU; `clustered`: it launches clusters.
-    pub(crate) fn new(opts: SampleOptions, ctas: u64, slots: u64, clustered: bool) -> Option<KernelSampler> {
+    /// `l2_bytes`: the L2's size; the kernel's traffic must reach twice it before its waves
+    /// count as steady.
+    pub(crate) fn new(
+        opts: SampleOptions,
+        ctas: u64,
+        slots: u64,
+        clustered: bool,
+        l2_bytes: u64,
+    ) -> Option<KernelSampler> {
         let opts = opts.clamped();
         let one_wave = ctas <= slots;
         Some(KernelSampler {
@@ -399,6 +426,8 @@ impl KernelSampler {
             overlapped: false,
             undecided: !one_wave,
             one_wave_undecided: one_wave,
+            l2_turnover: l2_bytes.saturating_mul(2),
+            window_waves: 1,
             slots,
             clustered,
             ctas,
@@ -513,12 +542,25 @@ impl KernelSampler {
         self.marks.push(Mark { cycle: now, stats: k.stats.clone() });
         self.next_boundary = k.ctas_done + self.wave;
         if self.block_ctas.is_empty() {
-            // Not steady yet: the first block is skipped only once two consecutive waves agree
-            // (a memory-bound grid's queues may still be filling); the later measured waves
-            // then follow the plan. Gives up at a third of the grid.
+            // Not steady yet: the first block is skipped only once the kernel has moved twice
+            // the L2's size through it (until then the L2 holds what earlier kernels left, dirty
+            // or not, and a streaming grid's first waves evict it at another cost than its own
+            // lines later: a skipped block would freeze that state) and two consecutive waves
+            // agree (a memory-bound grid's queues may still be filling); the later measured
+            // waves then follow the plan. Gives up at a third of the grid.
             let n = self.marks.len();
-            if n >= 3 && steady(&self.marks[n - 3], &self.marks[n - 2], &self.marks[n - 1]) && self.lay_out_blocks(k) {
+            let turned_over = k.stats.traffic.l2.bytes >= self.l2_turnover;
+            if n >= 3
+                && turned_over
+                && steady(&self.marks[n - 3], &self.marks[n - 2], &self.marks[n - 1])
+                && self.lay_out_blocks(k)
+            {
                 self.marks.drain(..n - 2);
+                if self.window_waves > 1 {
+                    // The first measured window is the steady wave and the waves after it.
+                    self.marks.pop();
+                    self.next_boundary = k.ctas_done + (self.window_waves - 1) * self.wave;
+                }
             } else {
                 if k.ctas_dispatched.saturating_mul(3) > k.info.num_ctas() {
                     self.cancel();
@@ -526,10 +568,17 @@ impl KernelSampler {
                 return;
             }
         }
-        // After the warm-up (mark 0): a measured wave, its block skipped, `rewarm_waves` waves
-        // not measured, the next measured wave, and so on.
+        // After the warm-up (mark 0): a measured window, its block skipped, `rewarm_waves`
+        // waves not measured, the next measured window, and so on.
         let i = self.marks.len() - 1;
-        if i == 0 || !(i - 1).is_multiple_of(1 + self.opts.rewarm_waves as usize) {
+        if i == 0 {
+            return;
+        }
+        let cycle = 1 + self.opts.rewarm_waves as usize;
+        if i.is_multiple_of(cycle) {
+            self.next_boundary = k.ctas_done + self.window_waves * self.wave;
+        }
+        if !(i - 1).is_multiple_of(cycle) {
             return;
         }
         let w = (i - 1, i);
@@ -562,7 +611,23 @@ impl KernelSampler {
         let o = self.opts;
         let left = k.info.num_ctas().saturating_sub(k.ctas_dispatched) / self.wave;
         let m = o.measure_waves as u64;
-        let detailed = (m - 1) * (1 + o.rewarm_waves as u64) + o.tail_waves as u64;
+        // The detailed tail also moves twice the L2's size through it (at the last measured
+        // wave's bytes per wave), so the kernel leaves the L2 as the full grid would: holding
+        // its last lines, as dirty as they would be. The kernels after it read that state.
+        let n = self.marks.len();
+        let wave_bytes =
+            self.marks[n - 1].stats.traffic.l2.bytes.saturating_sub(self.marks[n - 2].stats.traffic.l2.bytes);
+        let turnover = self.l2_turnover.div_ceil(wave_bytes.max(1));
+        let tail = (o.tail_waves as u64).max(turnover);
+        // A measured window spans several waves where the grid is long enough: its ends fall
+        // at a wave's last retirement, which jitters by a good part of a CTA's lifetime (a
+        // GEMM of short CTAs: single waves of 8,000 to 12,800 cycles around a mean of 9,500,
+        // a late wave followed by a short one), so a window of `k` waves errs about `k` times
+        // less. Together the windows cover at most 1/WINDOW_SHARE of the waves left, each at
+        // most MAX_WINDOW_WAVES.
+        self.window_waves = (left / (WINDOW_SHARE * m)).clamp(1, MAX_WINDOW_WAVES);
+        let k = self.window_waves;
+        let detailed = (k - 1) + (m - 1) * (k + o.rewarm_waves as u64) + tail;
         let Some(skippable) = left.checked_sub(detailed).filter(|&n| n > 0) else { return false };
         // Whole waves only: the grid's partial last wave takes nearly a full wave's time, so it
         // stays in the detailed tail, as in the full grid. Blocks as even as whole waves allow.
@@ -836,6 +901,11 @@ impl KernelSampler {
         let plan = self.plan.unwrap_or_default();
         let (mut method, mut trips, mut skip, mut measured) =
             (if self.plan.is_some() { "loop" } else { "waves" }, plan.trips, plan.skip, cpi.len() as u32);
+        if self.plan.is_none() {
+            // Waves measured: each window spans `window_waves` (the estimate's samples are the
+            // windows).
+            measured = measured.saturating_mul(self.window_waves as u32);
+        }
         if let Some(((_, spread), (t, s), m)) = replayed {
             let name = if self.iters_inner { "inner" } else { "iterations" };
             (method, trips, skip, measured) = (name, t, s, m as u32);
