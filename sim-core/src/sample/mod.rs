@@ -925,3 +925,81 @@ impl KernelSampler {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use gpusim_isa::KernelInfo;
+
+    use super::*;
+    use crate::occupancy::{Limiter, Occupancy};
+
+    /// A kernel of `ctas` CTAs of one warp, 100 resident at once.
+    fn kernel(ctas: u32) -> KernelRun {
+        let info = KernelInfo::new(0, "k", Dim3::new(ctas, 1, 1), Dim3::new(32, 1, 1));
+        let occ = Occupancy {
+            ctas_per_sm: 100,
+            warps_per_cta: 1,
+            regs_per_warp: 0,
+            smem_per_cta: 0,
+            limiter: Limiter::CtaSlots,
+        };
+        KernelRun::new(info, occ, 1)
+    }
+
+    /// Retires CTAs of `k` one by one, each 10 cycles, 10 warp instructions and 10 KiB of L2
+    /// traffic after the last (a steady grid whose waves move 1,000 KiB), a new one dispatched
+    /// for each, until the sampler starts skipping or gives up. Returns the retirements.
+    fn run_until_decided(s: &mut KernelSampler, k: &mut KernelRun) -> u64 {
+        k.ctas_dispatched = 100;
+        let mut now = 0;
+        while k.ctas_done < k.info.num_ctas() {
+            now += 10;
+            k.ctas_done += 1;
+            k.stats.warp_insts += 10;
+            k.stats.traffic.l2.bytes += 10 << 10;
+            s.on_retire(k, now, true);
+            if s.skipping() || s.phase == Phase::Off {
+                break;
+            }
+            k.ctas_dispatched = (k.ctas_dispatched + 1).min(k.info.num_ctas());
+        }
+        k.ctas_done
+    }
+
+    #[test]
+    fn the_waves_mode_measures_after_twice_the_l2_and_keeps_a_tail_of_as_much() {
+        // 1,000 waves; an L2 of 4 MiB: steady from the third wave on, but skipping starts only
+        // once 8 MiB (eight and a bit waves) went through the L2.
+        let (l2, ctas) = (4u64 << 20, 100_000);
+        let mut s = KernelSampler::new(SampleOptions::default(), ctas, 100, false, l2).expect("sampler");
+        let mut k = kernel(ctas as u32);
+        let done = run_until_decided(&mut s, &mut k);
+        assert!(s.skipping(), "a long steady grid is sampled");
+        assert!(k.stats.traffic.l2.bytes >= 2 * l2, "skipping began after {} bytes", k.stats.traffic.l2.bytes);
+        // Windows of 8 waves: the measured one ends 8 waves after the steady mark.
+        assert_eq!(s.window_waves, 8);
+        let waves_to_turnover = (2 * l2).div_ceil(1000 << 10);
+        assert_eq!(done, (waves_to_turnover + 7) * 100, "the first window spans 8 waves");
+        // The blocks leave the windows, the re-warm waves and a tail of the same traffic (9
+        // waves) out of the 990 full waves not yet dispatched at the steady mark (retirement
+        // 900, 999 CTAs dispatched).
+        let o = SampleOptions::default();
+        let left = (ctas - (100 + waves_to_turnover * 100 - 1)) / 100;
+        let detailed = 7 + (o.measure_waves as u64 - 1) * (8 + o.rewarm_waves as u64) + waves_to_turnover;
+        let skipped: u64 = s.block_ctas.iter().sum();
+        assert_eq!((left, detailed), (990, 43));
+        assert_eq!(skipped, (left - detailed) * 100);
+    }
+
+    #[test]
+    fn a_grid_shorter_than_its_l2_turnover_runs_in_detail() {
+        // 30 waves of 1,000 KiB against an L2 of 40 MiB: the turnover (82 waves) is never
+        // reached, and the sampler gives up at a third of the grid.
+        let mut s = KernelSampler::new(SampleOptions::default(), 3_000, 100, false, 40 << 20).expect("sampler");
+        let mut k = kernel(3_000);
+        let done = run_until_decided(&mut s, &mut k);
+        assert_eq!(s.phase, Phase::Off);
+        assert!(!s.skipping());
+        assert!(done <= 1_100, "gave up after {done} retirements");
+    }
+}
