@@ -19,10 +19,11 @@
 //! replaced what earlier kernels left (twice the L2's size: once left a streaming kernel's
 //! waves still 6% slow, the softmax of unfused attention at 1024 tokens), its waves evict
 //! another mix of dirty and clean lines than its later waves do (unfused attention's softmax
-//! backward at 4096 tokens measured 60% slow). Its detailed tail moves as much again, so the kernels after it find the L2 as the full grid would leave it. A window spans up
-//! to 8 waves where the grid has waves to spare (see `lay_out_blocks`): a single wave's length
-//! jitters by a good part of a CTA's lifetime, and a few single waves missed the grid's mean by
-//! 4% on a GEMM of short CTAs.
+//! backward at 4096 tokens measured 60% slow). Its detailed tail moves as much again, so the
+//! kernels after it find the L2 as the full grid would leave it. A window spans up to 8 waves
+//! where the grid has waves to spare (see `lay_out_blocks`): a single wave's length jitters by
+//! a good part of a CTA's lifetime, and a few single waves missed the grid's mean by 4% on a GEMM
+//! of short CTAs.
 //!
 //! What a skipped CTA adds to the kernel:
 //! - **exactly**, from its programs: warp and thread instructions, per-op counts, pipe busy
@@ -88,15 +89,15 @@
 //! as if the skipped time were not there; such a kernel is flagged `overlapped`.
 
 mod iterations;
-
-use std::sync::Arc;
+mod skipped;
 
 use gpusim_isa::program::MAX_PARAMS;
-use gpusim_isa::{CtaTrace, Dim3, Inst, LoopNest, Program};
+use gpusim_isa::{CtaTrace, Dim3, LoopNest, Program};
 
 pub(crate) use iterations::{IterSampler, warp_nests};
 use iterations::{longest_nests_agree, longest_trips};
 use serde::Serialize;
+pub(crate) use skipped::{SkipMemo, Skipped};
 
 use crate::kernel_run::{KernelRun, KernelStats};
 use crate::stats::{MemTraffic, StallReason};
@@ -197,108 +198,6 @@ enum Phase {
     Skipping(u64),
     /// Detailed to the end; the extrapolation is applied when the kernel finishes.
     Tail,
-}
-
-/// Exact counts of the skipped CTAs.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Skipped {
-    ctas: u64,
-    warp_insts: u64,
-    thread_insts: u64,
-    op_counts: Vec<u64>,
-    pipe_busy: [u64; gpusim_isa::UnitClass::ALL.len()],
-    cuda_core_flops: u64,
-    tensor_flops: u64,
-}
-
-impl Skipped {
-    fn add(&mut self, o: &Skipped) {
-        self.ctas += o.ctas;
-        self.warp_insts += o.warp_insts;
-        self.thread_insts += o.thread_insts;
-        if self.op_counts.len() < o.op_counts.len() {
-            self.op_counts.resize(o.op_counts.len(), 0);
-        }
-        for (a, b) in self.op_counts.iter_mut().zip(&o.op_counts) {
-            *a += b;
-        }
-        for (a, b) in self.pipe_busy.iter_mut().zip(&o.pipe_busy) {
-            *a += b;
-        }
-        self.cuda_core_flops += o.cuda_core_flops;
-        self.tensor_flops += o.tensor_flops;
-    }
-
-    /// `n` executions of `inst` of kernel `k` skipped.
-    fn count(&mut self, k: &KernelRun, inst: &Inst, n: u64) {
-        let Some(t) = k.timing.get(inst.op as usize) else { return };
-        if self.op_counts.len() < k.timing.len() {
-            self.op_counts.resize(k.timing.len(), 0);
-        }
-        let lanes = inst.mask.count_ones() as u64;
-        self.warp_insts = self.warp_insts.saturating_add(n);
-        self.thread_insts = self.thread_insts.saturating_add(n.saturating_mul(lanes));
-        self.op_counts[inst.op as usize] = self.op_counts[inst.op as usize].saturating_add(n);
-        let busy = &mut self.pipe_busy[t.class.index()];
-        *busy = busy.saturating_add(n.saturating_mul(t.interval as u64));
-        self.cuda_core_flops =
-            self.cuda_core_flops.saturating_add(n.saturating_mul(t.flops_per_lane as u64).saturating_mul(lanes));
-        self.tensor_flops = self.tensor_flops.saturating_add(n.saturating_mul(t.tensor_flops));
-    }
-}
-
-/// Skipped counts of single warps, by program, parameters and the part of the program counted:
-/// the CTAs of a grid run a few programs with a few parameter sets (often one), and counting a
-/// warp walks every instruction of its program, which made the counting of skipped softmax
-/// CTAs (262,144 of them in unfused attention at 8k tokens) a sixth of a sampled run. Each
-/// entry holds its program, so a pointer in the memo is never reused by another program.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct SkipMemo {
-    entries: Vec<MemoEntry>,
-}
-
-/// What one warp skips, and what it depends on.
-#[derive(Clone, Debug)]
-struct MemoEntry {
-    prog: Arc<Program>,
-    params: [i64; MAX_PARAMS],
-    /// `None`: the whole program; else the nest's step and levels and the flat iterations.
-    part: Option<(u32, u32, u64)>,
-    counts: Skipped,
-}
-
-/// Entries a [`SkipMemo`] keeps; the oldest goes first.
-const MEMO_ENTRIES: usize = 16;
-
-impl SkipMemo {
-    /// Adds to `into` what one warp running `prog` with `params` skips: the whole program
-    /// (`body = None`), or `times` flat iterations of `nest`'s body.
-    pub(crate) fn add(
-        &mut self,
-        into: &mut Skipped,
-        k: &KernelRun,
-        prog: &Arc<Program>,
-        params: &[i64; MAX_PARAMS],
-        body: Option<(&LoopNest, u64)>,
-    ) {
-        let part = body.map(|(n, t)| (n.step, n.levels as u32, t));
-        if let Some(e) =
-            self.entries.iter().find(|e| Arc::ptr_eq(&e.prog, prog) && e.params == *params && e.part == part)
-        {
-            into.add(&e.counts);
-            return;
-        }
-        let mut one = Skipped::default();
-        match body {
-            None => prog.executed_with(params, |i, n| one.count(k, i, n)),
-            Some((nest, times)) => prog.for_each_in_nest_body(params, nest, times, |i, n| one.count(k, i, n)),
-        }
-        into.add(&one);
-        if self.entries.len() == MEMO_ENTRIES {
-            self.entries.remove(0);
-        }
-        self.entries.push(MemoEntry { prog: prog.clone(), params: *params, part, counts: one });
-    }
 }
 
 /// Loop mode's state.
