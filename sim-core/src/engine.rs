@@ -343,9 +343,13 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
 
             let now = self.now;
-            for i in 0..self.sms.len() {
-                if self.wake[i] > now {
-                    continue;
+            // The SMs due this cycle, in order; the next one due is prefetched while this one
+            // steps, and looked for again after it (a multicast from this step may wake it).
+            let due_from = |wake: &[u64], i: usize| wake[i..].iter().position(|&w| w <= now).map(|j| i + j);
+            let mut due = due_from(&self.wake, 0);
+            while let Some(i) = due {
+                if let Some(j) = due_from(&self.wake, i + 1) {
+                    self.sms[j].prefetch();
                 }
                 if self.sms[i].step(now, &mut self.kernels, &mut *self.mem, &mut self.done_buf) {
                     self.last_issue = now;
@@ -355,6 +359,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 if !self.sms[i].outbox.is_empty() {
                     self.deliver_multicast(i, now);
                 }
+                due = due_from(&self.wake, i + 1);
             }
             for d in self.done_buf.drain(..) {
                 self.events.push(Reverse(d));

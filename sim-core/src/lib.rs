@@ -20,6 +20,7 @@ pub mod deps;
 pub mod engine;
 pub mod error;
 pub mod footprint;
+mod host;
 pub mod kernel_run;
 pub mod mem;
 pub mod observer;

@@ -22,20 +22,19 @@ fn tag(line: u64) -> u64 {
     line + 1
 }
 
-/// The fields of one way, side by side (see `SectorCache::ways`).
-const TAG: usize = 0;
-const READY: usize = 1;
+/// A way's state besides its tag (see `SectorCache::state`).
+const READY: usize = 0;
 /// Valid sectors in the low 32 bits, dirty sectors in the high 32.
-const MASKS: usize = 2;
-type Way = [u64; 3];
+const MASKS: usize = 1;
+type State = [u64; 2];
 
 #[inline]
-fn valid_of(w: &Way) -> u32 {
+fn valid_of(w: &State) -> u32 {
     w[MASKS] as u32
 }
 
 #[inline]
-fn dirty_of(w: &Way) -> u32 {
+fn dirty_of(w: &State) -> u32 {
     (w[MASKS] >> 32) as u32
 }
 
@@ -44,26 +43,49 @@ fn masks(valid: u32, dirty: u32) -> u64 {
     valid as u64 | (dirty as u64) << 32
 }
 
+/// The index in `tags` of the first way equal to `t`. Four ways are compared at a time without
+/// an early exit between them, which the host vectorises: a miss in a 16-way set reads its two
+/// host cache lines of tags in four steps instead of sixteen compare-and-branch rounds.
+#[inline]
+fn position(tags: &[u64], t: u64) -> Option<usize> {
+    let mut chunks = tags.chunks_exact(4);
+    let mut at = 0;
+    for c in &mut chunks {
+        let hits =
+            (c[0] == t) as u32 | ((c[1] == t) as u32) << 1 | ((c[2] == t) as u32) << 2 | ((c[3] == t) as u32) << 3;
+        if hits != 0 {
+            return Some(at + hits.trailing_zeros() as usize);
+        }
+        at += 4;
+    }
+    chunks.remainder().iter().position(|&w| w == t).map(|i| at + i)
+}
+
 /// The cache. Line addresses are byte addresses shifted right by the line size.
 ///
 /// Each set keeps its ways in recency order, most recent first, instead of an LRU stamp per
 /// way: a use moves the way to the front, a new line goes in front, and the victim is the last
 /// valid way (the least recently used one, as the stamps chose). Which physical way holds a
-/// line is not observable, so this is the same cache; what it saves is host memory traffic: a
-/// way's fields share a host cache line, and the lines a kernel reuses sit at the front of
-/// their sets, where a lookup finds them after reading one or two host cache lines.
+/// line is not observable, so this is the same cache; what it saves is host memory traffic:
+/// the lines a kernel reuses sit at the front of their sets, where a lookup finds them after
+/// reading one host cache line. The tags are an array of their own, apart from the rest of
+/// each way's state, so that a lookup that misses (it reads every tag of the set) reads 8 bytes
+/// per way, not 24: the L2 of a large chip is megabytes of state, mostly out of the host's
+/// caches.
 pub struct SectorCache {
     sets: u64,
     assoc: usize,
     hash_sets: bool,
-    /// Per way, set after set, each set in recency order: tag, fill-ready cycle, and the
-    /// valid and dirty masks.
-    ways: Vec<Way>,
+    /// Per way, set after set, each set in recency order: the stored tag (`tag(line)`, or
+    /// `INVALID`).
+    tags: Vec<u64>,
+    /// The same ways' fill-ready cycle and valid and dirty masks.
+    state: Vec<State>,
 }
 
 impl SectorCache {
     /// Bytes of state per line: tag and fill cycle (8 B each), valid and dirty masks.
-    pub const BYTES_PER_LINE: u64 = size_of::<Way>() as u64;
+    pub const BYTES_PER_LINE: u64 = (size_of::<u64>() + size_of::<State>()) as u64;
 
     /// `lines` total lines (rounded down to whole sets), `assoc` ways. With `hash_sets` the set
     /// index is an XOR-fold of the line address (as L2s do against strided conflicts).
@@ -75,7 +97,8 @@ impl SectorCache {
             sets,
             assoc,
             hash_sets,
-            ways: vec![[INVALID, 0, 0]; n], // zeroed: see `INVALID`
+            tags: vec![INVALID; n], // zeroed: see `INVALID`
+            state: vec![[0, 0]; n],
         }
     }
 
@@ -92,8 +115,7 @@ impl SectorCache {
     #[inline]
     fn find(&self, line: u64) -> Option<usize> {
         let base = self.set_of(line);
-        let t = tag(line);
-        self.ways[base..base + self.assoc].iter().position(|w| w[TAG] == t).map(|w| base + w)
+        position(&self.tags[base..base + self.assoc], tag(line)).map(|w| base + w)
     }
 
     /// Makes way `i` the most recent of its set (whose first way is `base`); returns its new
@@ -101,11 +123,23 @@ impl SectorCache {
     #[inline]
     fn touch(&mut self, base: usize, i: usize) -> usize {
         if i != base {
-            let w = self.ways[i];
-            self.ways.copy_within(base..i, base + 1);
-            self.ways[base] = w;
+            let t = self.tags[i];
+            let w = self.state[i];
+            self.tags.copy_within(base..i, base + 1);
+            self.state.copy_within(base..i, base + 1);
+            self.tags[base] = t;
+            self.state[base] = w;
         }
         base
+    }
+
+    /// Asks the host to bring the set of `line` into its caches, for a lookup soon after (see
+    /// `crate::host`). No effect on the model.
+    #[inline]
+    pub fn prefetch(&self, line: u64) {
+        let base = self.set_of(line);
+        crate::host::prefetch(self.tags[base..].as_ptr());
+        crate::host::prefetch(self.state[base..].as_ptr());
     }
 
     /// Looks up a line once: its valid sectors and fill-ready cycle, refreshing its LRU
@@ -113,10 +147,9 @@ impl SectorCache {
     #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<(u32, u64)> {
         let base = self.set_of(line);
-        let t = tag(line);
-        let w = self.ways[base..base + self.assoc].iter().position(|w| w[TAG] == t)?;
+        let w = position(&self.tags[base..base + self.assoc], tag(line))?;
         let i = self.touch(base, base + w);
-        let way = &self.ways[i];
+        let way = &self.state[i];
         Some((valid_of(way), way[READY]))
     }
 
@@ -130,60 +163,51 @@ impl SectorCache {
     pub fn fill(&mut self, line: u64, sectors: u32, ready: u64, dirty: bool) -> Option<Victim> {
         let base = self.set_of(line);
         let want = tag(line);
-        let set = &self.ways[base..base + self.assoc];
-        // One pass over the set: the line itself, else an invalid way, else the last (least
-        // recently used) way.
-        let mut found = None;
-        let mut invalid = None;
-        for (w, way) in set.iter().enumerate() {
-            if way[TAG] == want {
-                found = Some(w);
-                break;
-            }
-            if way[TAG] == INVALID && invalid.is_none() {
-                invalid = Some(w);
-            }
-        }
+        let set = &self.tags[base..base + self.assoc];
+        // The line itself, else an invalid way (the first), else the last (least recently
+        // used) way.
         let dirty_mask = if dirty { sectors } else { 0 };
-        if let Some(w) = found {
+        if let Some(w) = position(set, want) {
             let i = self.touch(base, base + w);
-            let way = &mut self.ways[i];
+            let way = &mut self.state[i];
             way[MASKS] |= masks(sectors, dirty_mask);
             way[READY] = way[READY].max(ready);
             return None;
         }
+        let invalid = position(set, INVALID);
         let i = self.touch(base, base + invalid.unwrap_or(self.assoc - 1));
-        let way = &mut self.ways[i];
-        let victim = (way[TAG] != INVALID).then(|| Victim {
-            line: way[TAG] - 1,
-            valid_sectors: valid_of(way),
-            dirty_sectors: dirty_of(way),
+        let old = self.tags[i];
+        let victim = (old != INVALID).then(|| Victim {
+            line: old - 1,
+            valid_sectors: valid_of(&self.state[i]),
+            dirty_sectors: dirty_of(&self.state[i]),
         });
-        *way = [want, ready, masks(sectors, dirty_mask)];
+        self.tags[i] = want;
+        self.state[i] = [ready, masks(sectors, dirty_mask)];
         victim
     }
 
     /// The cycle the line's pending fill completes, if the line is present with all `sectors`.
     pub fn ready_if_present(&self, line: u64, sectors: u32) -> Option<u64> {
-        let w = &self.ways[self.find(line)?];
+        let w = &self.state[self.find(line)?];
         (valid_of(w) & sectors == sectors).then_some(w[READY])
     }
 
     /// Drops the sectors of a line (a write that bypasses this cache makes them stale).
     pub fn invalidate_sectors(&mut self, line: u64, sectors: u32) {
         if let Some(i) = self.find(line) {
-            let w = &mut self.ways[i];
+            let w = &mut self.state[i];
             w[MASKS] &= !masks(sectors, sectors);
             if valid_of(w) == 0 {
-                w[TAG] = INVALID;
+                self.tags[i] = INVALID;
             }
         }
     }
 
     /// Empties the cache (the L1 at a kernel boundary).
     pub fn invalidate_all(&mut self) {
-        for w in &mut self.ways {
-            w[TAG] = INVALID;
+        self.tags.fill(INVALID);
+        for w in &mut self.state {
             w[MASKS] = 0;
         }
     }

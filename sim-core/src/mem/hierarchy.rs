@@ -173,6 +173,13 @@ impl Hierarchy {
         paths[sm].reserve(at * FRAC, bytes).div_ceil(FRAC)
     }
 
+    /// Brings the near partition's set of `line` into the host's caches (see
+    /// `SectorCache::prefetch`).
+    #[inline]
+    fn prefetch_l2(&self, sm: usize, line: u64) {
+        self.parts[self.sm_side[sm] as usize].prefetch(line);
+    }
+
     /// An L2 access for `mask` sectors of `line` from `sm`, leaving the SM at `at` (cycles).
     /// Returns when the data is back at the SM, and counts traffic.
     fn l2_access(&mut self, at: u64, sm: usize, line: u64, mask: u32, write: bool, out: &mut AccessOutcome) -> u64 {
@@ -297,6 +304,9 @@ impl MemorySystem for Hierarchy {
             while i < secs.len() && secs[i] >> self.line_shift == line {
                 mask |= 1 << ((secs[i] >> self.sector_shift) & spl_mask);
                 i += 1;
+            }
+            if i < secs.len() {
+                self.prefetch_l2(sm, secs[i] >> self.line_shift);
             }
             let n = mask.count_ones() as u64;
             if through_l1 {

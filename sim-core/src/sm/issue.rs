@@ -301,11 +301,9 @@ impl Sm {
     }
 
     fn set_dsts(&mut self, s: usize, inst: &Inst, (at, reason): (u64, StallReason)) {
-        let ready = &mut self.w.reg_ready[s];
-        let why = &mut self.w.reg_reason[s];
-        let bounds = &mut self.w.reg_bounds[s];
+        let sb = &mut self.w.scoreboard[s];
         for d in &inst.dst {
-            scoreboard::write(ready, why, bounds, scoreboard::span(d), at, reason as u8);
+            sb.write(scoreboard::span(d), at, reason as u8);
         }
     }
 
@@ -333,14 +331,12 @@ impl Sm {
             return Ok(());
         };
         let chains_accumulators = k.timing.get(inst.op as usize).is_some_and(|t| t.kind == OpKind::WgmmaAsync);
-        let regs = &self.w.reg_ready[s];
-        let reasons = &self.w.reg_reason[s];
-        let bounds = &self.w.reg_bounds[s];
+        let sb = &self.w.scoreboard[s];
         // Warpgroup MMAs accumulate into registers an earlier MMA still writes: the tensor pipe
         // orders them, so they do not wait for each other's results.
         let mut wait = (earliest, reason as u8);
         for range in inst.src.iter().chain(inst.dst.iter()) {
-            wait = scoreboard::wait_for(regs, reasons, bounds, scoreboard::span(range), chains_accumulators, wait);
+            wait = sb.wait_for(scoreboard::span(range), chains_accumulators, wait);
         }
         let ready = wait.0;
         let why = StallReason::ALL[wait.1 as usize];

@@ -327,8 +327,7 @@ impl Sm {
             w.tx_mbar[s] = u16::MAX;
             w.async_groups[s] = GroupRing::default();
             w.wgmma_groups[s] = GroupRing::default();
-            w.reg_ready[s] = [0; gpusim_isa::reg::REG_SPACE];
-            w.reg_reason[s] = [StallReason::Wait as u8; gpusim_isa::reg::REG_SPACE];
+            w.scoreboard[s].reset();
             w.regs_held[s] = o.regs_per_warp;
             w.cursor[s] = Cursor::new(&prog, cta.coord.as_array(), wi as u32);
             w.next[s] = w.cursor[s].peek(&prog).copied();
@@ -419,6 +418,17 @@ impl Sm {
     /// CTAs and warps resident now.
     pub fn resident(&self) -> (u32, u32) {
         (self.ctas_used, self.warps_used)
+    }
+
+    /// Asks the host to bring what a step reads first into its caches (see `crate::host`):
+    /// the engine calls it for the next SM due while it steps this one. No effect on the model.
+    #[inline]
+    pub fn prefetch(&self) {
+        for sub in &self.subs {
+            crate::host::prefetch(&sub.wake_at);
+        }
+        crate::host::prefetch(self.w.phase.as_ptr());
+        crate::host::prefetch(self.w.ready_at.as_ptr());
     }
 
     /// Issues for one cycle; returns whether any warp issued. `wake_at` says when to call again.

@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
-use gpusim_isa::reg::REG_SPACE;
 use gpusim_isa::{Cursor, Inst, Program};
 
-use super::scoreboard::Bounds;
+use super::scoreboard::Scoreboard;
 use crate::stats::StallReason;
 
 /// Where a warp slot is in its life.
@@ -90,12 +89,8 @@ pub struct Warps {
     pub tx_mbar: Vec<u16>,
     pub async_groups: Vec<GroupRing>,
     pub wgmma_groups: Vec<GroupRing>,
-    /// Per register: cycle its pending write completes.
-    pub reg_ready: Vec<[u64; REG_SPACE]>,
-    /// Per register: what kind of producer writes it (a [`StallReason`] index).
-    pub reg_reason: Vec<[u8; REG_SPACE]>,
-    /// Upper bounds of `reg_ready` per block of registers (the scoreboard's fast path).
-    pub reg_bounds: Vec<Bounds>,
+    /// Per register: when its pending write completes, and the producer's kind.
+    pub scoreboard: Vec<Scoreboard>,
     /// Registers the warp holds (all 32 lanes), changed by `USETMAXREG`.
     pub regs_held: Vec<u32>,
 }
@@ -118,8 +113,7 @@ impl Warps {
         + size_of::<u16>() // tx_mbar
         + size_of::<u8>() // bar_id
         + 2 * size_of::<GroupRing>()
-        + REG_SPACE * (size_of::<u64>() + size_of::<u8>())
-        + size_of::<Bounds>();
+        + size_of::<Scoreboard>();
 
     pub fn new(n: usize) -> Warps {
         Warps {
@@ -142,9 +136,7 @@ impl Warps {
             tx_mbar: vec![u16::MAX; n],
             async_groups: vec![GroupRing::default(); n],
             wgmma_groups: vec![GroupRing::default(); n],
-            reg_ready: vec![[0; REG_SPACE]; n],
-            reg_reason: vec![[StallReason::Wait as u8; REG_SPACE]; n],
-            reg_bounds: vec![Bounds::default(); n],
+            scoreboard: vec![Scoreboard::default(); n],
             regs_held: vec![0; n],
         }
     }
