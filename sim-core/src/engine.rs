@@ -64,6 +64,11 @@ struct Feed {
     src: Option<Box<dyn KernelSource>>,
     /// CTAs of clusters not yet complete, by cluster index in launch order.
     cluster_buf: BTreeMap<u64, Vec<CtaTrace>>,
+    /// `Engine::retired` when the last search found no SM (no GPC, for a cluster) with room for
+    /// the kernel's next CTA. Only a retirement frees resources, so until the count moves the
+    /// search would fail again: it is skipped (on a grid of many waves, a search of every SM
+    /// every cycle was most of the engine's own time, and cold host cache lines for the steps).
+    full_at: Option<u64>,
 }
 
 /// Why [`Engine::run`] returned with the trace's current kernel still held.
@@ -100,6 +105,8 @@ struct Engine<'a, O: Observer> {
     last_issue: u64,
     next_sm: usize,
     next_gpc: usize,
+    /// CTAs retired so far (see `Feed::full_at`).
+    retired: u64,
     /// Where each resident cluster's CTAs are: (kernel, cluster) → (rank, SM, CTA slot).
     clusters: BTreeMap<ClusterKey, Vec<ClusterMember>>,
     /// `sim.kernel_launch_latency` in SM cycles.
@@ -186,6 +193,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             last_issue: 0,
             next_sm: 0,
             next_gpc: 0,
+            retired: 0,
             clusters: BTreeMap::new(),
             launch_latency_cycles: arch.sim.kernel_launch_latency.to_cycles(arch.clocks.sm).0,
             deferred: None,
@@ -528,6 +536,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             let coord = self.sms[d.sm as usize].cta_coord(d.cta_slot);
             let k = &mut self.kernels[kidx];
             self.sms[d.sm as usize].retire(d.cta_slot, d.at, k);
+            self.retired += 1;
             k.ctas_done += 1;
             let alone = runs_alone(&self.active, &self.kernels, kidx);
             let k = &mut self.kernels[kidx];
@@ -580,9 +589,13 @@ impl<'a, O: Observer> Engine<'a, O> {
         if self.kernels[kidx].info.cluster.count() > 1 {
             return self.dispatch_clusters(kidx, ks);
         }
+        if self.feeds[kidx].full_at == Some(self.retired) {
+            return Ok(());
+        }
         let n = self.sms.len();
         loop {
             let Some(off) = (0..n).find(|&o| self.sms[(self.next_sm + o) % n].fits(&self.kernels[kidx])) else {
+                self.feeds[kidx].full_at = Some(self.retired);
                 return Ok(());
             };
             let sm = (self.next_sm + off) % n;
@@ -755,7 +768,13 @@ impl<'a, O: Observer> Engine<'a, O> {
                 }
                 continue;
             }
-            let Some(plan) = self.plan_cluster(kidx, n) else { return Ok(()) };
+            if self.feeds[kidx].full_at == Some(self.retired) {
+                return Ok(());
+            }
+            let Some(plan) = self.plan_cluster(kidx, n) else {
+                self.feeds[kidx].full_at = Some(self.retired);
+                return Ok(());
+            };
             let (_, members) = self.feeds[kidx].cluster_buf.pop_first().expect("checked above");
             for (cta, sm) in members.into_iter().zip(plan) {
                 self.place(kidx, sm, cta);
