@@ -7,7 +7,8 @@
 #
 # cargo-fuzz needs nightly compiler flags (-Z...). On a machine with only a stable toolchain,
 # RUSTC_BOOTSTRAP=1 lets stable rustc accept them; the sanitizer is off (`-s none`: gpusim's
-# crates have no unsafe code besides two libc calls in the command line), debug assertions on
+# crates' only unsafe code is two libc calls in the command line and sim-core's prefetch hint,
+# which reads no memory), debug assertions on
 # (`-a`: integer overflow panics, as in a debug build).
 #
 #   bash scripts/fuzz-campaign.sh                      # all targets, 10 M runs each
