@@ -352,11 +352,13 @@ impl<'a, O: Observer> Engine<'a, O> {
 
             let now = self.now;
             // The SMs due this cycle, in order; the next one due is prefetched while this one
-            // steps, and looked for again after it (a multicast from this step may wake it).
+            // steps. A step changes no other SM's wake cycle; a multicast it sends may, so the
+            // next one is looked for again after a delivery.
             let due_from = |wake: &[u64], i: usize| wake[i..].iter().position(|&w| w <= now).map(|j| i + j);
             let mut due = due_from(&self.wake, 0);
             while let Some(i) = due {
-                if let Some(j) = due_from(&self.wake, i + 1) {
+                due = due_from(&self.wake, i + 1);
+                if let Some(j) = due {
                     self.sms[j].prefetch();
                 }
                 if self.sms[i].step(now, &mut self.kernels, &mut *self.mem, &mut self.done_buf) {
@@ -366,8 +368,8 @@ impl<'a, O: Observer> Engine<'a, O> {
                 // Only a step fills the outbox.
                 if !self.sms[i].outbox.is_empty() {
                     self.deliver_multicast(i, now);
+                    due = due_from(&self.wake, i + 1);
                 }
-                due = due_from(&self.wake, i + 1);
             }
             for d in self.done_buf.drain(..) {
                 self.events.push(Reverse(d));
