@@ -354,12 +354,16 @@ impl<'a, O: Observer> Engine<'a, O> {
 
             let now = self.now;
             // The SMs due this cycle, in order; the next one due is prefetched while this one
-            // steps. A step changes no other SM's wake cycle; a multicast it sends may, so the
-            // next one is looked for again after a delivery.
-            let due_from = |wake: &[u64], i: usize| wake[i..].iter().position(|&w| w <= now).map(|j| i + j);
-            let mut due = due_from(&self.wake, 0);
+            // steps. One pass over the wake cycles also finds the earliest of them after the
+            // step (`wake_min`): an SM passed over is not due, and a stepped one gives its new
+            // wake cycle. A step changes no other SM's wake cycle; a multicast it sends may, so
+            // after a delivery the next one due is looked for again and the minimum is taken
+            // over every SM.
+            let mut wake_min = u64::MAX;
+            let mut rescan = false;
+            let mut due = due_from(&self.wake, 0, now, &mut wake_min);
             while let Some(i) = due {
-                due = due_from(&self.wake, i + 1);
+                due = due_from(&self.wake, i + 1, now, &mut wake_min);
                 if let Some(j) = due {
                     self.sms[j].prefetch();
                 }
@@ -367,10 +371,12 @@ impl<'a, O: Observer> Engine<'a, O> {
                     self.last_issue = now;
                 }
                 self.wake[i] = self.sms[i].wake_at;
+                wake_min = wake_min.min(self.wake[i]);
                 // Only a step fills the outbox.
                 if !self.sms[i].outbox.is_empty() {
                     self.deliver_multicast(i, now);
-                    due = due_from(&self.wake, i + 1);
+                    rescan = true;
+                    due = due_from(&self.wake, i + 1, now, &mut wake_min);
                 }
             }
             for d in self.done_buf.drain(..) {
@@ -381,7 +387,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
 
             // Next cycle at which anything can happen.
-            let mut next = self.wake.iter().copied().min().unwrap_or(u64::MAX);
+            let mut next = if rescan { self.wake.iter().copied().min().unwrap_or(u64::MAX) } else { wake_min };
             if let Some(Reverse(d)) = self.events.peek() {
                 next = next.min(d.at);
             }
@@ -713,4 +719,16 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.events.push(Reverse(d));
         }
     }
+}
+/// The first SM at or after `from` due at `now` (its wake cycle is not later), folding the wake
+/// cycles of the SMs passed over into `min`.
+#[inline]
+fn due_from(wake: &[u64], from: usize, now: u64, min: &mut u64) -> Option<usize> {
+    for (j, &w) in wake[from..].iter().enumerate() {
+        if w <= now {
+            return Some(from + j);
+        }
+        *min = (*min).min(w);
+    }
+    None
 }
