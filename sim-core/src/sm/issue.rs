@@ -334,8 +334,14 @@ impl Sm {
         let sb = &self.w.scoreboard[s];
         // Warpgroup MMAs accumulate into registers an earlier MMA still writes: the tensor pipe
         // orders them, so they do not wait for each other's results.
+        // Sources, then destinations (a write waits for a pending write to the same registers),
+        // in that order, which picks the reason on a tie; two loops, not a chained iterator, whose
+        // `Option` checks the hot path paid for.
         let mut wait = (earliest, reason as u8);
-        for range in inst.src.iter().chain(inst.dst.iter()) {
+        for range in inst.src.iter() {
+            wait = sb.wait_for(scoreboard::span(range), chains_accumulators, wait);
+        }
+        for range in inst.dst.iter() {
             wait = sb.wait_for(scoreboard::span(range), chains_accumulators, wait);
         }
         let ready = wait.0;
