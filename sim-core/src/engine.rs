@@ -720,6 +720,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
     }
 }
+
 /// The first SM at or after `from` due at `now` (its wake cycle is not later), folding the wake
 /// cycles of the SMs passed over into `min`.
 #[inline]
