@@ -311,6 +311,9 @@ impl Sm {
             let sub = &mut self.subs[sc];
             let slot = sub.free_slots.pop().expect("fits() checked warp slots");
             sub.regs_used += o.regs_per_warp;
+            // Appended with the next age: `resident` stays oldest first, as the scheduler's
+            // contract requires.
+            debug_assert!(sub.resident.last().is_none_or(|&l| self.w.age[l as usize] < self.next_age));
             sub.resident.push(slot);
             sub.wake_at = sub.wake_at.min(now);
             let s = slot as usize;

@@ -19,8 +19,9 @@ pub struct WarpView<'a> {
 ///   first. The sub-core issues the first warp in that order that can issue this cycle.
 /// - It must be deterministic: the same calls give the same order.
 /// - It must not allocate once `out` has reached its capacity (called every active cycle).
-/// - `resident` comes in launch order (oldest first), as the SM keeps it; a policy may use that
-///   as a fast path but must not depend on it for its result.
+/// - `resident` comes in age order, oldest first (`view.age` strictly increasing): the SM appends
+///   a warp when it launches, with the next age, and removal keeps the order. Policies rely on
+///   it instead of sorting by age on every call.
 /// - `issued` is called after the sub-core issues from `slot`; `removed` when a warp leaves.
 pub trait WarpScheduler {
     fn name(&self) -> &'static str;
@@ -39,25 +40,16 @@ impl WarpScheduler for Gto {
     fn name(&self) -> &'static str {
         "gto"
     }
-    fn order(&mut self, resident: &[u16], view: &WarpView<'_>, out: &mut Vec<u16>) {
+    fn order(&mut self, resident: &[u16], _view: &WarpView<'_>, out: &mut Vec<u16>) {
         out.clear();
-        let key = |s: u16| (view.age[s as usize], s);
-        let start = match self.last.and_then(|g| resident.iter().position(|&s| s == g)) {
+        // The last warp, then the others as they come: oldest first (the contract's age order).
+        match self.last.and_then(|g| resident.iter().position(|&s| s == g)) {
             Some(p) => {
                 out.push(resident[p]);
                 out.extend_from_slice(&resident[..p]);
                 out.extend_from_slice(&resident[p + 1..]);
-                1
             }
-            None => {
-                out.extend_from_slice(resident);
-                0
-            }
-        };
-        // A sub-core keeps its warps in launch order, which is age order: then the rest is
-        // already sorted and the check costs what the copy did.
-        if !out[start..].is_sorted_by_key(|&s| key(s)) {
-            out[start..].sort_by_key(|&s| key(s));
+            None => out.extend_from_slice(resident),
         }
     }
     fn issued(&mut self, slot: u16) {
@@ -185,10 +177,11 @@ mod tests {
         let long = [false; 4];
         let mut g = Gto::default();
         let mut out = Vec::new();
-        g.order(&[0, 1, 2, 3], &view(&ready, &age, &long), &mut out);
+        // Resident warps come oldest first (the contract).
+        g.order(&[3, 1, 2, 0], &view(&ready, &age, &long), &mut out);
         assert_eq!(out, vec![3, 1, 2, 0]);
         g.issued(2);
-        g.order(&[0, 1, 2, 3], &view(&ready, &age, &long), &mut out);
+        g.order(&[3, 1, 2, 0], &view(&ready, &age, &long), &mut out);
         assert_eq!(out, vec![2, 3, 1, 0]);
     }
 
