@@ -34,7 +34,7 @@ use gpusim_isa::MemSpace;
 use super::cache::{SectorCache, Victim};
 use super::hbm::Hbm;
 use super::server::Server;
-use super::{AccessKind, AccessOutcome, MemRequest, MemorySystem};
+use super::{AccessKind, AccessOutcome, BULK_CHUNK, BulkRequest, MemRequest, MemorySystem};
 use crate::rate::FRAC;
 
 /// Cycles of work the miss path may have queued before the next load waits to issue: enough
@@ -255,6 +255,69 @@ impl Hierarchy {
         }
         ready.max(t)
     }
+    /// One line's part of an access leaving SM `sm`'s port at `at`: `mask` sectors of `line`.
+    /// Counts its traffic in `out`; returns when its data is back (loads) or it is
+    /// acknowledged. Inlined into both callers: it is most of an access's host work.
+    #[inline(always)]
+    fn line_access(&mut self, at: u64, sm: usize, line: u64, mask: u32, how: Access, out: &mut AccessOutcome) -> u64 {
+        if how.through_l1 {
+            let n = mask.count_ones() as u64;
+            out.l1.requests += 1;
+            out.l1.sectors += n;
+            out.l1.bytes += n * self.sector_bytes;
+            let mut ready = at + self.l1_latency;
+            let miss = match self.l1[sm].lookup(line) {
+                Some((valid, r)) => {
+                    if mask & valid != 0 {
+                        ready = ready.max(r);
+                    }
+                    mask & !valid
+                }
+                None => mask,
+            };
+            out.l1.hits += n - miss.count_ones() as u64;
+            out.l1.misses += miss.count_ones() as u64;
+            if miss != 0 {
+                let leave = self.through_miss_path(at, sm, miss, how.kind);
+                let t = self.l2_access(leave, sm, line, miss, false, out);
+                self.l1[sm].fill(line, miss, t, false);
+                ready = ready.max(t);
+            }
+            return ready;
+        }
+        if how.write || how.atomic {
+            self.l1[sm].invalidate_sectors(line, mask);
+        }
+        let leave = self.through_miss_path(at, sm, mask, how.kind);
+        let t = self.l2_access(leave, sm, line, mask, how.write, out);
+        if how.atomic {
+            // The read-modify-write leaves the line dirty at the L2.
+            let side = self.sm_side[sm] as usize;
+            if let Some(v) = self.parts[side].fill(line, mask, t, true) {
+                let _ = self.place_victim(side, v, at * FRAC, t * FRAC);
+            }
+        }
+        t
+    }
+}
+
+/// How an access treats each of its lines.
+#[derive(Clone, Copy)]
+struct Access {
+    kind: AccessKind,
+    /// Stores and reductions: write-back at the L2, the L1's copies dropped.
+    write: bool,
+    atomic: bool,
+    /// Loads that allocate in the L1.
+    through_l1: bool,
+}
+
+impl Access {
+    fn of(kind: AccessKind, space: MemSpace, bypass_l1: bool) -> Access {
+        let write = matches!(kind, AccessKind::Store | AccessKind::Reduction);
+        let atomic = kind == AccessKind::Atomic;
+        Access { kind, write, atomic, through_l1: !bypass_l1 && !write && !atomic && space != MemSpace::Shared }
+    }
 }
 
 impl MemorySystem for Hierarchy {
@@ -288,13 +351,10 @@ impl MemorySystem for Hierarchy {
     }
 
     fn access(&mut self, at: u64, req: &MemRequest<'_>) -> AccessOutcome {
-        let mut out = AccessOutcome::default();
+        let mut out = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
+        let how = Access::of(req.kind, req.space, req.bypass_l1);
         let sm = req.sm as usize;
         let spl_mask = (1u64 << (self.line_shift - self.sector_shift)) - 1;
-        let write = matches!(req.kind, AccessKind::Store | AccessKind::Reduction);
-        let atomic = req.kind == AccessKind::Atomic;
-        let through_l1 = !req.bypass_l1 && !write && !atomic && req.space != MemSpace::Shared;
-        let mut done = at + 1;
         let mut i = 0;
         let secs = req.sectors;
         while i < secs.len() {
@@ -308,47 +368,93 @@ impl MemorySystem for Hierarchy {
             if i < secs.len() {
                 self.prefetch_l2(sm, secs[i] >> self.line_shift);
             }
-            let n = mask.count_ones() as u64;
-            if through_l1 {
-                out.l1.requests += 1;
-                out.l1.sectors += n;
-                out.l1.bytes += n * self.sector_bytes;
-                let mut ready = at + self.l1_latency;
-                let miss = match self.l1[sm].lookup(line) {
-                    Some((valid, r)) => {
-                        if mask & valid != 0 {
-                            ready = ready.max(r);
-                        }
-                        mask & !valid
-                    }
-                    None => mask,
-                };
-                out.l1.hits += n - miss.count_ones() as u64;
-                out.l1.misses += miss.count_ones() as u64;
-                if miss != 0 {
-                    let leave = self.through_miss_path(at, sm, miss, req.kind);
-                    let t = self.l2_access(leave, sm, line, miss, false, &mut out);
-                    self.l1[sm].fill(line, miss, t, false);
-                    ready = ready.max(t);
-                }
-                done = done.max(ready);
-            } else {
-                if write || atomic {
-                    self.l1[sm].invalidate_sectors(line, mask);
-                }
-                let leave = self.through_miss_path(at, sm, mask, req.kind);
-                let t = self.l2_access(leave, sm, line, mask, write, &mut out);
-                if atomic {
-                    // The read-modify-write leaves the line dirty at the L2.
-                    let side = self.sm_side[sm] as usize;
-                    if let Some(v) = self.parts[side].fill(line, mask, t, true) {
-                        let _ = self.place_victim(side, v, at * FRAC, t * FRAC);
-                    }
-                }
-                done = done.max(t);
-            }
+            let t = self.line_access(at, sm, line, mask, how, &mut out);
+            out.done = out.done.max(t);
         }
-        out.done = done;
         out
+    }
+
+    /// The chunks' `access` calls without listing their sectors: per chunk, its lines in
+    /// order with the sectors the chunk holds of each (a line split between two chunks is
+    /// accessed once per chunk, as the calls would). Sectors of another size than the L1's go
+    /// through the listed calls.
+    fn access_bulk(&mut self, at: u64, req: &BulkRequest) -> AccessOutcome {
+        let mut out = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
+        if req.step != self.sector_bytes {
+            req.for_each_chunk(|c| {
+                let o = self.access(at, c);
+                out.merge(&o);
+            });
+            return out;
+        }
+        let how = Access::of(req.kind, MemSpace::Global, true);
+        let sm = req.sm as usize;
+        let spl_mask = (1u64 << (self.line_shift - self.sector_shift)) - 1;
+        let mut i = 0;
+        while i < req.count {
+            let m = (req.count - i).min(BULK_CHUNK as u64);
+            // The chunk's sectors: byte addresses `lo..=hi`, sector-aligned.
+            let lo = req.first + i * req.step;
+            let hi = lo + (m - 1) * req.step;
+            let (first_line, last_line) = (lo >> self.line_shift, hi >> self.line_shift);
+            for line in first_line..=last_line {
+                let a = if line == first_line { lo } else { line << self.line_shift };
+                let b = if line == last_line { hi } else { ((line + 1) << self.line_shift) - self.sector_bytes };
+                let (s0, s1) = ((a >> self.sector_shift) & spl_mask, (b >> self.sector_shift) & spl_mask);
+                let mask = ((1u64 << (s1 + 1)) - (1u64 << s0)) as u32;
+                if line < last_line {
+                    self.prefetch_l2(sm, line + 1);
+                }
+                let t = self.line_access(at, sm, line, mask, how, &mut out);
+                out.done = out.done.max(t);
+            }
+            i += m;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `access_bulk` walks a bulk copy's lines as the chunked `access` calls it stands for:
+    /// the same outcomes, and the same state after (later loads through the L1, the links'
+    /// statistics), on an L2 small enough to evict and write back, with copies that start
+    /// anywhere in a line and straddle chunk boundaries.
+    #[test]
+    fn bulk_walk_equals_the_chunked_calls() {
+        let mut arch = gpusim_configs::load_preset("h100-sxm5-80gb").unwrap();
+        arch.l2.size = gpusim_configs::Bytes(512 << 10);
+        let (mut walk, mut listed) = (Hierarchy::new(&arch), Hierarchy::new(&arch));
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let same = |a: &AccessOutcome, b: &AccessOutcome| (a.done, a.l1, a.l2, a.dram) == (b.done, b.l1, b.l2, b.dram);
+        let mut at = 0;
+        for step in 0..4000 {
+            let sm = next(arch.sm.count as u64) as u32;
+            let kind = [AccessKind::AsyncLoad, AccessKind::Store, AccessKind::Reduction][next(3) as usize];
+            let req = BulkRequest { sm, kind, first: (1 << 32) + next(1 << 15) * 32, step: 32, count: 1 + next(400) };
+            let a = walk.access_bulk(at, &req);
+            let mut b = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
+            req.for_each_chunk(|c| {
+                let o = listed.access(at, c);
+                b.merge(&o);
+            });
+            assert!(same(&a, &b), "step {step}: {req:?}\n{a:?}\n{b:?}");
+            // An ordinary load of the same lines sees the same L1 and L2.
+            let sectors: Vec<u64> = (0..4).map(|k| (req.first & !127) + 32 * k).collect();
+            let load =
+                MemRequest { sm, kind: AccessKind::Load, space: MemSpace::Global, sectors: &sectors, bypass_l1: false };
+            let (a, b) = (walk.access(at, &load), listed.access(at, &load));
+            assert!(same(&a, &b), "step {step}: load\n{a:?}\n{b:?}");
+            at += next(64);
+        }
+        assert_eq!(walk.links(), listed.links());
     }
 }

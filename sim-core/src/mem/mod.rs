@@ -50,6 +50,55 @@ pub struct AccessOutcome {
     pub dram: LevelTraffic,
 }
 
+impl AccessOutcome {
+    /// Adds the traffic of `o` and keeps the later completion.
+    pub fn merge(&mut self, o: &AccessOutcome) {
+        self.done = self.done.max(o.done);
+        self.l1.merge(&o.l1);
+        self.l2.merge(&o.l2);
+        self.dram.merge(&o.dram);
+    }
+}
+
+/// Sectors a bulk transfer hands to [`MemorySystem::access`] per call (a warp's worth: 32
+/// lanes × 4 sectors).
+pub const BULK_CHUNK: usize = 32 * 4;
+
+/// A bulk copy between global and shared memory (TMA, `cp.async.bulk`): `count` consecutive
+/// sectors of `step` bytes from the sector address `first`, ascending (the last one at most
+/// `u64::MAX`). It bypasses the L1.
+#[derive(Clone, Copy, Debug)]
+pub struct BulkRequest {
+    pub sm: u32,
+    pub kind: AccessKind,
+    pub first: u64,
+    pub step: u64,
+    pub count: u64,
+}
+
+impl BulkRequest {
+    /// Calls `f` on the request's sectors in chunks of at most [`BULK_CHUNK`], in order, as
+    /// the [`MemRequest`]s that [`MemorySystem::access_bulk`] stands for.
+    pub fn for_each_chunk(&self, mut f: impl FnMut(&MemRequest<'_>)) {
+        let mut chunk = [0u64; BULK_CHUNK];
+        let mut i = 0;
+        while i < self.count {
+            let m = (self.count - i).min(BULK_CHUNK as u64) as usize;
+            for (j, c) in chunk[..m].iter_mut().enumerate() {
+                *c = self.first + (i + j as u64) * self.step;
+            }
+            f(&MemRequest {
+                sm: self.sm,
+                kind: self.kind,
+                space: MemSpace::Global,
+                sectors: &chunk[..m],
+                bypass_l1: true,
+            });
+            i += m as u64;
+        }
+    }
+}
+
 /// Utilisation of one kind of link or server, summed over its instances.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LinkStats {
@@ -82,6 +131,18 @@ pub trait MemorySystem {
     /// The name this implementation registers under.
     fn name(&self) -> &'static str;
     fn access(&mut self, at: u64, req: &MemRequest<'_>) -> AccessOutcome;
+    /// A bulk copy leaving the SM's port at `at`: by definition, `access(at, ..)` on each of
+    /// its chunks ([`BulkRequest::for_each_chunk`]) in order, the outcomes merged, and
+    /// `done >= at + 1` even for an empty request. The default does exactly that; a model may
+    /// instead walk the sectors without listing them, with the same results and state.
+    fn access_bulk(&mut self, at: u64, req: &BulkRequest) -> AccessOutcome {
+        let mut total = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
+        req.for_each_chunk(|c| {
+            let out = self.access(at, c);
+            total.merge(&out);
+        });
+        total
+    }
     /// The earliest cycle SM `sm` should issue a global load that may miss its L1: `now`
     /// unless the SM's miss path is backed up, then when its backlog has drained to what keeps
     /// it busy. Asked before a global load issues; must not change what accesses see. Default:

@@ -5,7 +5,7 @@ use gpusim_isa::{Inst, MemSpace};
 
 use super::{Blocked, CtaDone, RemoteTx, Sm, banks, cluster_id, scoreboard};
 use crate::kernel_run::KernelRun;
-use crate::mem::{AccessKind, MemRequest, MemorySystem};
+use crate::mem::{AccessKind, BulkRequest, MemRequest, MemorySystem};
 use crate::sm::warps::Phase;
 use crate::stats::StallReason;
 use crate::timing::{OpKind, OpTiming};
@@ -456,7 +456,6 @@ impl Sm {
         let first = base & !(sector - 1);
         let n = (base.saturating_add(bytes - 1) - first) / sector + 1;
         let start = self.port_free.max(now);
-        let mut done = start + 1;
         // A bulk reduction read-modify-writes at the L2 as `RED` does (shared memory is its
         // source); a bulk load's data goes to shared memory.
         let kind = match k.descs[inst.op as usize].semantics {
@@ -464,23 +463,12 @@ impl Sm {
             _ if t.store => AccessKind::Store,
             _ => AccessKind::AsyncLoad,
         };
-        let mut chunk = [0u64; super::coalesce::MAX_SECTORS];
-        let mut i = 0;
-        while i < n {
-            let m = (n - i).min(chunk.len() as u64) as usize;
-            for (j, c) in chunk[..m].iter_mut().enumerate() {
-                *c = first.wrapping_add((i + j as u64) * sector);
-            }
-            let req = MemRequest { sm: self.id, kind, space: MemSpace::Global, sectors: &chunk[..m], bypass_l1: true };
-            let out = mem.access(start, &req);
-            let tr = &mut k.stats.traffic;
-            tr.l2.merge(&out.l2);
-            tr.dram.merge(&out.dram);
-            tr.shared.bytes += m as u64 * sector;
-            done = done.max(out.done);
-            i += m as u64;
-        }
-        k.stats.traffic.requested_bytes += bytes;
-        done + self.p.tma_extra_latency
+        let out = mem.access_bulk(start, &BulkRequest { sm: self.id, kind, first, step: sector, count: n });
+        let tr = &mut k.stats.traffic;
+        tr.l2.merge(&out.l2);
+        tr.dram.merge(&out.dram);
+        tr.shared.bytes += n * sector;
+        tr.requested_bytes += bytes;
+        out.done + self.p.tma_extra_latency
     }
 }
