@@ -18,7 +18,14 @@ pub(crate) struct KeySet {
 }
 
 impl KeySet {
-    pub fn new() -> KeySet {
+    /// The schema's keys, built once per process: building them describes every parameter
+    /// (formatting its documentation), which cost more than the rest of loading a chip file.
+    pub fn get() -> &'static KeySet {
+        static KEYS: std::sync::OnceLock<KeySet> = std::sync::OnceLock::new();
+        KEYS.get_or_init(KeySet::new)
+    }
+
+    fn new() -> KeySet {
         let leaves: BTreeSet<String> = describe_all().into_iter().map(|p| p.name).collect();
         let mut tables = BTreeSet::new();
         for l in &leaves {
@@ -135,7 +142,7 @@ mod tests {
     fn unknown(text: &str) -> ConfigError {
         let src = Source { name: "t.toml".into(), text: text.into() };
         let doc = DeTable::parse(text).unwrap();
-        check(doc.get_ref(), &src, &KeySet::new()).unwrap_err()
+        check(doc.get_ref(), &src, KeySet::get()).unwrap_err()
     }
 
     #[test]
@@ -166,7 +173,7 @@ mod tests {
                     [tensor.flops_per_clk_per_sm]\nbf16 = 4096\n[l2]\nslices = 80\n";
         let src = Source { name: "t.toml".into(), text: text.into() };
         let doc = DeTable::parse(text).unwrap();
-        check(doc.get_ref(), &src, &KeySet::new()).unwrap();
+        check(doc.get_ref(), &src, KeySet::get()).unwrap();
         let pos = text.find("80").unwrap();
         assert_eq!(key_at(doc.get_ref(), pos).as_deref(), Some("l2.slices"));
         let pos = text.find("8\n").unwrap();

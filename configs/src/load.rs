@@ -80,10 +80,10 @@ impl Arch {
             at: crate::error::Loc { file: name.clone(), line: 0, col: 0 },
             message: e.to_string(),
         })?;
-        let keys = KeySet::new();
+        let keys = KeySet::get();
         let src = Source { name, text };
-        let mut raw = parse(&src, &keys)?;
-        let base = parse(&Source { name: self.name.clone(), text: crate::introspect::to_toml(self) }, &keys)?;
+        let mut raw = parse(&src, keys)?;
+        let base = parse(&Source { name: self.name.clone(), text: crate::introspect::to_toml(self) }, keys)?;
         raw.merge_parent(base);
         let cx = Cx { file: &src.name, inherits: &[] };
         let arch = raw.resolve(&self.name, &self.description, &cx)?;
@@ -195,9 +195,9 @@ fn validate_located(arch: &Arch, raw: &RawConfig) -> Result<(), ConfigError> {
 }
 
 fn load_origin(origin: Origin) -> Result<Arch, ConfigError> {
-    let keys = KeySet::new();
+    let keys = KeySet::get();
     let mut stack = Vec::new();
-    let (leaf, raw, inherits) = load_merged(origin, &mut stack, &keys)?;
+    let (leaf, raw, inherits) = load_merged(origin, &mut stack, keys)?;
     let cx = Cx { file: &leaf.src.name, inherits: &inherits };
     let description = match &raw.inherits {
         Some(parent) => format!("Based on {}.", parent.v),
