@@ -43,13 +43,32 @@ impl WarpScheduler for Gto {
     fn order(&mut self, resident: &[u16], _view: &WarpView<'_>, out: &mut Vec<u16>) {
         out.clear();
         // The last warp, then the others as they come: oldest first (the contract's age order).
-        match self.last.and_then(|g| resident.iter().position(|&s| s == g)) {
-            Some(p) => {
-                out.push(resident[p]);
-                out.extend_from_slice(&resident[..p]);
-                out.extend_from_slice(&resident[p + 1..]);
+        // `last` may not be resident (the step calls `issued` after an EXIT's `removed`); a new
+        // warp in its slot is then the one put first.
+        let Some(g) = self.last else {
+            out.extend_from_slice(resident);
+            return;
+        };
+        if resident.len() <= 8 {
+            // A few warps: one pass of pushes costs less than two `extend_from_slice` calls.
+            out.push(g);
+            let mut found = false;
+            for &s in resident {
+                if s == g {
+                    found = true;
+                } else {
+                    out.push(s);
+                }
             }
-            None => out.extend_from_slice(resident),
+            if !found {
+                out.remove(0);
+            }
+        } else if let Some(p) = resident.iter().position(|&s| s == g) {
+            out.push(g);
+            out.extend_from_slice(&resident[..p]);
+            out.extend_from_slice(&resident[p + 1..]);
+        } else {
+            out.extend_from_slice(resident);
         }
     }
     fn issued(&mut self, slot: u16) {
@@ -198,6 +217,19 @@ mod tests {
         g.removed(3);
         g.order(&[0, 1, 2, 4], &view(&ready, &age, &long), &mut out);
         assert_eq!(out, vec![0, 1, 2, 4]);
+        // The SM calls `issued` after an EXIT's `removed`: a last warp that is not resident is
+        // left out (a new warp in its slot would be put first).
+        g.issued(3);
+        g.order(&[0, 1, 2, 4], &view(&ready, &age, &long), &mut out);
+        assert_eq!(out, vec![0, 1, 2, 4]);
+        let many: Vec<u16> = (0..12).filter(|&s| s != 3).collect();
+        let age: Vec<u64> = (0..12).collect();
+        let (ready, long) = ([0; 12], [false; 12]);
+        g.order(&many, &view(&ready, &age, &long), &mut out);
+        assert_eq!(out, many);
+        g.issued(7);
+        g.order(&many, &view(&ready, &age, &long), &mut out);
+        assert_eq!(out, [7, 0, 1, 2, 4, 5, 6, 8, 9, 10, 11]);
     }
 
     #[test]
