@@ -113,17 +113,26 @@ impl ConfigError {
 pub(crate) struct Source {
     pub name: String,
     pub text: String,
+    /// Byte offset of each line's start (the first is 0): every value of a parsed file gets a
+    /// location, and a scan from the top for each was quadratic in the file's length.
+    line_starts: Vec<usize>,
 }
 
 impl Source {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Source {
+        let text = text.into();
+        let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        Source { name: name.into(), text, line_starts }
+    }
+
     /// Line and column (1-based, in characters) of a byte offset.
     pub fn loc(&self, byte: usize) -> Loc {
         let byte = floor_char_boundary(&self.text, byte.min(self.text.len()));
-        let before = &self.text[..byte];
-        let line = (before.matches('\n').count() + 1) as u32;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let col = (before[line_start..].chars().count() + 1) as u32;
-        Loc { file: self.name.clone(), line, col }
+        // The last line starting at or before `byte` (a newline at `byte` ends that line).
+        let line = self.line_starts.partition_point(|&s| s <= byte);
+        let line_start = self.line_starts[line - 1];
+        let col = (self.text[line_start..byte].chars().count() + 1) as u32;
+        Loc { file: self.name.clone(), line: line as u32, col }
     }
 
     /// The text of a span, for "found `...`" in messages (first line only, shortened).
@@ -173,11 +182,27 @@ mod tests {
 
     #[test]
     fn locations_count_lines_and_characters() {
-        let s = Source { name: "x.toml".into(), text: "a = 1\n[l2]\nµ = 3\n".into() };
+        let s = Source::new("x.toml", "a = 1\n[l2]\nµ = 3\n");
         assert_eq!(s.loc(0).to_string(), "x.toml:1:1");
         assert_eq!(s.loc(6).to_string(), "x.toml:2:1");
         let mu = s.text.find('=').unwrap();
         assert_eq!(s.loc(s.text[mu + 1..].find('=').unwrap() + mu + 1).to_string(), "x.toml:3:3");
+    }
+
+    /// The line index answers as counting newlines from the top did, at every byte (within a
+    /// multi-byte character, on a newline, past the end).
+    #[test]
+    fn locations_match_a_scan_from_the_top() {
+        let text = "a = 1\n\n[l2] # µs\nµ = \"ü\"\nlast";
+        let s = Source::new("x.toml", text);
+        for byte in 0..text.len() + 3 {
+            let b = floor_char_boundary(text, byte.min(text.len()));
+            let before = &text[..b];
+            let start = before.rfind('\n').map_or(0, |i| i + 1);
+            let (line, col) = (before.matches('\n').count() + 1, before[start..].chars().count() + 1);
+            let at = s.loc(byte);
+            assert_eq!((at.line as usize, at.col as usize), (line, col), "byte {byte}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::fmt;
 use crate::arch::Arch;
 use crate::error::{ConfigError, nearest};
 use crate::keys::normalize;
-use crate::schema::{describe_all, emit};
+use crate::schema::{emit, params};
 use crate::value::{ParamKind, unquote};
 
 /// Metadata of one parameter.
@@ -60,13 +60,13 @@ impl fmt::Display for ParamInfo {
 
 /// Metadata of every parameter, in schema order (the order of `to_toml`).
 pub fn all_params() -> Vec<ParamInfo> {
-    describe_all()
+    params().to_vec()
 }
 
 /// Metadata of one parameter by dotted name; `opcodes.DFMA.latency` is accepted for
 /// `opcodes.<BASE>.latency`. An unknown name gets the nearest known one as a suggestion.
 pub fn explain(param: &str) -> Result<ParamInfo, ConfigError> {
-    let all = describe_all();
+    let all = params();
     let norm = normalize(param);
     let is_opcode = param.split('.').nth(1).is_some_and(|b| gpusim_isa::opcode::lookup(b).is_some());
     if let Some(p) = all.iter().find(|p| p.name == norm && (norm == param || is_opcode)) {

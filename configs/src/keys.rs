@@ -8,7 +8,7 @@ use toml::de::{DeTable, DeValue};
 
 use crate::error::{ConfigError, Source, nearest};
 use crate::field::join;
-use crate::schema::{OPCODE_PLACEHOLDER, describe_all};
+use crate::schema::{OPCODE_PLACEHOLDER, params};
 
 /// The keys the schema allows: parameter names (leaves) and the tables that hold them.
 /// `opcodes.<BASE>` stands for every base mnemonic of the ISA opcode table.
@@ -26,7 +26,7 @@ impl KeySet {
     }
 
     fn new() -> KeySet {
-        let leaves: BTreeSet<String> = describe_all().into_iter().map(|p| p.name).collect();
+        let leaves: BTreeSet<String> = params().iter().map(|p| p.name.clone()).collect();
         let mut tables = BTreeSet::new();
         for l in &leaves {
             let mut at = 0;
@@ -140,7 +140,7 @@ mod tests {
     use super::*;
 
     fn unknown(text: &str) -> ConfigError {
-        let src = Source { name: "t.toml".into(), text: text.into() };
+        let src = Source::new("t.toml", text);
         let doc = DeTable::parse(text).unwrap();
         check(doc.get_ref(), &src, KeySet::get()).unwrap_err()
     }
@@ -171,7 +171,7 @@ mod tests {
     fn known_keys_pass() {
         let text = "compute_capability = \"9.0\"\n[opcodes.DFMA]\nlatency = 8\n[pipes.fp32]\nlatency = 4\n\
                     [tensor.flops_per_clk_per_sm]\nbf16 = 4096\n[l2]\nslices = 80\n";
-        let src = Source { name: "t.toml".into(), text: text.into() };
+        let src = Source::new("t.toml", text);
         let doc = DeTable::parse(text).unwrap();
         check(doc.get_ref(), &src, KeySet::get()).unwrap();
         let pos = text.find("80").unwrap();

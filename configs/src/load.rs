@@ -8,7 +8,7 @@ use crate::error::{ConfigError, Source, nearest};
 use crate::field::{Cx, Val};
 use crate::keys::{KeySet, key_at, normalize};
 use crate::presets;
-use crate::schema::{RawConfig, describe_all};
+use crate::schema::{RawConfig, params};
 use crate::validate::validate;
 
 /// Loads a chip from a TOML file (which may inherit from a preset or another file).
@@ -81,9 +81,9 @@ impl Arch {
             message: e.to_string(),
         })?;
         let keys = KeySet::get();
-        let src = Source { name, text };
+        let src = Source::new(name, text);
         let mut raw = parse(&src, keys)?;
-        let base = parse(&Source { name: self.name.clone(), text: crate::introspect::to_toml(self) }, keys)?;
+        let base = parse(&Source::new(self.name.clone(), crate::introspect::to_toml(self)), keys)?;
         raw.merge_parent(base);
         let cx = Cx { file: &src.name, inherits: &[] };
         let arch = raw.resolve(&self.name, &self.description, &cx)?;
@@ -154,7 +154,7 @@ fn read(origin: Origin) -> Result<Loaded, ConfigError> {
         Origin::Preset(name) => {
             let text = presets::text(&name).ok_or_else(|| unknown_preset(&name))?;
             Ok(Loaded {
-                src: Source { name: presets::display_path(&name), text: text.to_string() },
+                src: Source::new(presets::display_path(&name), text),
                 id: format!("preset:{name}"),
                 default_name: name,
                 dir: None,
@@ -167,14 +167,14 @@ fn read(origin: Origin) -> Result<Loaded, ConfigError> {
             let default_name =
                 path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
             Ok(Loaded {
-                src: Source { name: path.display().to_string(), text },
+                src: Source::new(path.display().to_string(), text),
                 id,
                 default_name,
                 dir: Some(path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)),
             })
         }
         Origin::Text { name, text } => Ok(Loaded {
-            src: Source { name: name.clone(), text },
+            src: Source::new(name.clone(), text),
             id: format!("text:{name}"),
             default_name: name,
             dir: Some(PathBuf::from(".")),
@@ -294,6 +294,6 @@ fn value_error(src: &Source, doc: &toml::de::DeTable<'_>, e: &toml::de::Error) -
         return ConfigError::UnknownKey { key, at, suggestion: None };
     }
     let norm = normalize(&key);
-    let expected = describe_all().into_iter().find(|p| p.name == norm).map_or("a table of parameters", |p| p.expected);
+    let expected = params().iter().find(|p| p.name == norm).map_or("a table of parameters", |p| p.expected);
     ConfigError::BadValue { key, expected, found: src.snippet(span), detail: message, at }
 }

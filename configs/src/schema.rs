@@ -445,6 +445,14 @@ pub(crate) fn number(a: &Arch, key: &str) -> Option<f64> {
 /// The placeholder that stands for any known base mnemonic in `opcodes.<BASE>.*` parameter names.
 pub(crate) const OPCODE_PLACEHOLDER: &str = "<BASE>";
 
+/// [`describe_all`], built once per process: describing formats every parameter's
+/// documentation, and loading a file, expanding a study's `[vary]` keys and explaining a key
+/// all look parameters up.
+pub(crate) fn params() -> &'static [ParamInfo] {
+    static PARAMS: std::sync::OnceLock<Vec<ParamInfo>> = std::sync::OnceLock::new();
+    PARAMS.get_or_init(describe_all)
+}
+
 /// Metadata of every parameter, in schema order. Pipes are listed per class (with the class's
 /// default from the ISA table); per-opcode overrides once, as `opcodes.<BASE>.*`.
 pub(crate) fn describe_all() -> Vec<ParamInfo> {

@@ -752,13 +752,48 @@ pub(crate) fn ctas_per_sm(arch: &Arch, threads: u64, regs: u64, smem: u64) -> u6
 
 /// CTAs that run at once: clusters of `cluster` CTAs are placed within one GPC
 /// ([`gpusim_configs::Sm::gpc_of`], as the simulator spreads them).
+/// One pass over the SMs: `gpc_of` never decreases with the SM index, so each GPC's SMs
+/// are a run (the GEMM tuner asks for every candidate tile).
 pub(crate) fn concurrent_ctas(arch: &Arch, per_sm: u64, cluster: u64) -> u64 {
-    let sms = arch.sm.count;
     let cluster = cluster.max(1);
-    (0..arch.sm.gpcs_clamped())
-        .map(|g| {
-            let n = (0..sms).filter(|&s| arch.sm.gpc_of(s) == g).count() as u64;
-            (n * per_sm / cluster) * cluster
-        })
-        .sum()
+    let in_gpc = |n: u64| (n * per_sm / cluster) * cluster;
+    let (mut total, mut run, mut gpc) = (0, 0, 0);
+    for s in 0..arch.sm.count {
+        let g = arch.sm.gpc_of(s);
+        if g != gpc {
+            total += in_gpc(run);
+            (run, gpc) = (0, g);
+        }
+        run += 1;
+    }
+    total + in_gpc(run)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The one-pass count equals the count per GPC of the SMs `gpc_of` puts there.
+    #[test]
+    fn concurrent_ctas_counts_each_gpc_whole_clusters() {
+        let mut arch = gpusim_configs::load_preset("h100-sxm5-80gb").unwrap();
+        for count in [1, 7, 108, 114, 132, 144] {
+            for gpcs in [1, 3, 7, 8, 200] {
+                (arch.sm.count, arch.sm.gpcs) = (count, gpcs);
+                for per_sm in 0..4 {
+                    for cluster in [0, 1, 2, 3, 4, 16] {
+                        let by_gpc: u64 = (0..arch.sm.gpcs_clamped())
+                            .map(|g| {
+                                let n = (0..count).filter(|&s| arch.sm.gpc_of(s) == g).count() as u64;
+                                (n * per_sm / cluster.max(1)) * cluster.max(1)
+                            })
+                            .sum();
+                        assert_eq!(
+                            super::concurrent_ctas(&arch, per_sm, cluster),
+                            by_gpc,
+                            "{count} {gpcs} {per_sm} {cluster}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
