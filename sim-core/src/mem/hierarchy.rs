@@ -379,14 +379,10 @@ impl MemorySystem for Hierarchy {
     /// accessed once per chunk, as the calls would). Sectors of another size than the L1's go
     /// through the listed calls.
     fn access_bulk(&mut self, at: u64, req: &BulkRequest) -> AccessOutcome {
-        let mut out = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
         if req.step != self.sector_bytes {
-            req.for_each_chunk(|c| {
-                let o = self.access(at, c);
-                out.merge(&o);
-            });
-            return out;
+            return super::bulk_by_chunks(self, at, req);
         }
+        let mut out = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
         let how = Access::of(req.kind, MemSpace::Global, true);
         let sm = req.sm as usize;
         let spl_mask = (1u64 << (self.line_shift - self.sector_shift)) - 1;
@@ -440,12 +436,7 @@ mod tests {
             let sm = next(arch.sm.count as u64) as u32;
             let kind = [AccessKind::AsyncLoad, AccessKind::Store, AccessKind::Reduction][next(3) as usize];
             let req = BulkRequest { sm, kind, first: (1 << 32) + next(1 << 15) * 32, step: 32, count: 1 + next(400) };
-            let a = walk.access_bulk(at, &req);
-            let mut b = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
-            req.for_each_chunk(|c| {
-                let o = listed.access(at, c);
-                b.merge(&o);
-            });
+            let (a, b) = (walk.access_bulk(at, &req), crate::mem::bulk_by_chunks(&mut listed, at, &req));
             assert!(same(&a, &b), "step {step}: {req:?}\n{a:?}\n{b:?}");
             // An ordinary load of the same lines sees the same L1 and L2.
             let sectors: Vec<u64> = (0..4).map(|k| (req.first & !127) + 32 * k).collect();

@@ -99,6 +99,17 @@ impl BulkRequest {
     }
 }
 
+/// A bulk copy as its definition states it: `mem.access(at, ..)` on each chunk, merged (what
+/// [`MemorySystem::access_bulk`] does by default).
+pub fn bulk_by_chunks<M: MemorySystem + ?Sized>(mem: &mut M, at: u64, req: &BulkRequest) -> AccessOutcome {
+    let mut total = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
+    req.for_each_chunk(|c| {
+        let out = mem.access(at, c);
+        total.merge(&out);
+    });
+    total
+}
+
 /// Utilisation of one kind of link or server, summed over its instances.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LinkStats {
@@ -136,12 +147,7 @@ pub trait MemorySystem {
     /// `done >= at + 1` even for an empty request. The default does exactly that; a model may
     /// instead walk the sectors without listing them, with the same results and state.
     fn access_bulk(&mut self, at: u64, req: &BulkRequest) -> AccessOutcome {
-        let mut total = AccessOutcome { done: at + 1, ..AccessOutcome::default() };
-        req.for_each_chunk(|c| {
-            let out = self.access(at, c);
-            total.merge(&out);
-        });
-        total
+        bulk_by_chunks(self, at, req)
     }
     /// The earliest cycle SM `sm` should issue a global load that may miss its L1: `now`
     /// unless the SM's miss path is backed up, then when its backlog has drained to what keeps
