@@ -104,6 +104,20 @@ pub struct Sm {
     pub dsmem_latency: Cycles,
 }
 
+/// Most sectors an L2 line may hold: the memory model keeps a line's valid and dirty sectors
+/// as 32-bit masks.
+pub const MAX_SECTORS_PER_LINE: u64 = 32;
+
+impl Arch {
+    /// The line and sector sizes the memory model works with: the L2 line rounded up to a
+    /// power of two of at least 32 bytes, the L1 sector to one of at least 8 bytes, at most a
+    /// line. The one rounding the hierarchy and validation share.
+    pub fn model_line_and_sector(&self) -> (u64, u64) {
+        let line = self.l2.line.0.max(32).next_power_of_two();
+        (line, self.l1.sector.0.max(8).next_power_of_two().min(line))
+    }
+}
+
 impl Sm {
     /// The GPC SM `sm` belongs to: SMs are spread evenly, SM `s` of `n` in GPC `s·gpcs/n`, with
     /// `gpcs` clamped to `[1, n]`. The one mapping the engine (cluster placement), the memory

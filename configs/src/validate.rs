@@ -210,6 +210,16 @@ fn memory(a: &Arch) -> Result<(), ConfigError> {
     rule(l1.sector.0 >= 1 && l2.line.0.is_multiple_of(l1.sector.0), &["l2.line", "l1.sector"], || {
         format!("an L2 line of {} is not a whole number of {} L1 sectors", l2.line, l1.sector)
     })?;
+    let (line, sector) = a.model_line_and_sector();
+    rule(line / sector <= crate::arch::MAX_SECTORS_PER_LINE, &["l2.line", "l1.sector"], || {
+        format!(
+            "an L2 line of {} holds {} sectors of {} (as the model rounds them); it tracks at most {}",
+            l2.line,
+            line / sector,
+            Bytes(sector),
+            crate::arch::MAX_SECTORS_PER_LINE
+        )
+    })?;
     rule(l1.assoc >= 1, &["l1.assoc"], || "the L1 needs ≥ 1 way".into())?;
     rule(l1.line <= l1.sram, &["l1.line", "l1.sram"], || {
         format!("an L1 line of {} exceeds the {} SRAM", l1.line, l1.sram)
@@ -335,6 +345,10 @@ mod tests {
             ("l2.line", |a| a.l2.line = Bytes(48)),
             ("l1.line", |a| a.l1.line = Bytes(64)),
             ("l1.assoc", |a| a.l1.assoc = 0),
+            ("l2.line", |a| {
+                // 64 sectors of 8 B in a 512 B line (with the L1's line, as the model needs).
+                (a.l1.sector, a.l1.line, a.l2.line) = (Bytes(8), Bytes(512), Bytes(512));
+            }),
             ("l1.line", |a| a.l1.line = Bytes(a.l1.sram.0 * 2)),
             ("l1.sram", |a| a.l1.assoc = 64),
             ("l1.sram", |a| a.l1.sram = Bytes(a.l1.sram.0 + 1024)),

@@ -68,8 +68,7 @@ pub struct Hierarchy {
 
 impl Hierarchy {
     pub fn new(arch: &Arch) -> Hierarchy {
-        let line = arch.l2.line.0.max(32).next_power_of_two();
-        let sector = arch.l1.sector.0.max(8).next_power_of_two().min(line);
+        let (line, sector) = arch.model_line_and_sector();
         let parts = arch.l2.partitions.max(1);
         let part_lines = arch.l2.size.0 / parts as u64 / line;
         let sms = arch.sm.count.max(1);
