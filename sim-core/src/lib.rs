@@ -31,6 +31,8 @@ pub mod sample;
 pub mod sm;
 pub mod sol;
 pub mod stats;
+#[cfg(test)]
+mod test_rng;
 pub mod timing;
 
 pub use engine::{LOOKAHEAD_KERNELS, STOP_POLL, SimOptions, simulate, simulate_observed};

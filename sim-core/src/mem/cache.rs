@@ -153,6 +153,18 @@ impl SectorCache {
         Some((valid_of(way), way[READY]))
     }
 
+    /// Looks up `mask` sectors of `line` as [`SectorCache::lookup`] does: the sectors absent,
+    /// and `ready` raised to the line's fill cycle when any of them is present (a hit waits for
+    /// the fill in flight).
+    #[inline]
+    pub fn probe(&mut self, line: u64, mask: u32, ready: u64) -> (u32, u64) {
+        match self.lookup(line) {
+            Some((valid, r)) if mask & valid != 0 => (mask & !valid, ready.max(r)),
+            Some((valid, _)) => (mask & !valid, ready),
+            None => (mask, ready),
+        }
+    }
+
     /// Whether the line is present (any sector), without touching LRU.
     pub fn contains(&self, line: u64) -> bool {
         self.find(line).is_some()
@@ -294,13 +306,7 @@ mod tests {
         let (sets, assoc) = (8u64, 4usize);
         let mut c = SectorCache::new(sets * assoc as u64, assoc as u32, false);
         let mut r = Stamped { sets: vec![vec![(0, 0, 0, 0, 0); assoc]; sets as usize], tick: 0 };
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15u64);
         for step in 0..50_000u64 {
             let line = next(sets * 7);
             let sectors = 1 + next(15) as u32;

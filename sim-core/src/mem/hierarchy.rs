@@ -206,16 +206,7 @@ impl Hierarchy {
         }
 
         // Near partition.
-        let mut ready = base;
-        let need = match self.parts[side].lookup(line) {
-            Some((valid, r)) => {
-                if mask & valid != 0 {
-                    ready = ready.max(r);
-                }
-                mask & !valid
-            }
-            None => mask,
-        };
+        let (need, ready) = self.parts[side].probe(line, mask, base);
         out.l2.hits += n - self.sectors_of(need);
         if need == 0 {
             return ready;
@@ -264,16 +255,7 @@ impl Hierarchy {
             out.l1.requests += 1;
             out.l1.sectors += n;
             out.l1.bytes += n * self.sector_bytes;
-            let mut ready = at + self.l1_latency;
-            let miss = match self.l1[sm].lookup(line) {
-                Some((valid, r)) => {
-                    if mask & valid != 0 {
-                        ready = ready.max(r);
-                    }
-                    mask & !valid
-                }
-                None => mask,
-            };
+            let (miss, mut ready) = self.l1[sm].probe(line, mask, at + self.l1_latency);
             out.l1.hits += n - miss.count_ones() as u64;
             out.l1.misses += miss.count_ones() as u64;
             if miss != 0 {
@@ -422,13 +404,7 @@ mod tests {
         let mut arch = gpusim_configs::load_preset("h100-sxm5-80gb").unwrap();
         arch.l2.size = gpusim_configs::Bytes(512 << 10);
         let (mut walk, mut listed) = (Hierarchy::new(&arch), Hierarchy::new(&arch));
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1du64);
         let same = |a: &AccessOutcome, b: &AccessOutcome| (a.done, a.l1, a.l2, a.dram) == (b.done, b.l1, b.l2, b.dram);
         let mut at = 0;
         for step in 0..4000 {

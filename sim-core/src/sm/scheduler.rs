@@ -45,30 +45,18 @@ impl WarpScheduler for Gto {
         // The last warp, then the others as they come: oldest first (the contract's age order).
         // `last` may not be resident (the step calls `issued` after an EXIT's `removed`); a new
         // warp in its slot is then the one put first.
-        let Some(g) = self.last else {
+        let Some(p) = self.last.and_then(|g| resident.iter().position(|&s| s == g)) else {
             out.extend_from_slice(resident);
             return;
         };
+        out.push(resident[p]);
+        let (before, after) = (&resident[..p], &resident[p + 1..]);
         if resident.len() <= 8 {
-            // A few warps: one pass of pushes costs less than two `extend_from_slice` calls.
-            out.push(g);
-            let mut found = false;
-            for &s in resident {
-                if s == g {
-                    found = true;
-                } else {
-                    out.push(s);
-                }
-            }
-            if !found {
-                out.remove(0);
-            }
-        } else if let Some(p) = resident.iter().position(|&s| s == g) {
-            out.push(g);
-            out.extend_from_slice(&resident[..p]);
-            out.extend_from_slice(&resident[p + 1..]);
+            // A few warps (attention, GEMM): pushes cost less than two `memcpy` calls.
+            before.iter().chain(after).for_each(|&s| out.push(s));
         } else {
-            out.extend_from_slice(resident);
+            out.extend_from_slice(before);
+            out.extend_from_slice(after);
         }
     }
     fn issued(&mut self, slot: u16) {

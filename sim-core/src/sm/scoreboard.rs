@@ -203,13 +203,7 @@ mod tests {
     fn blocked_waits_equal_the_full_scan() {
         let mut sb = Scoreboard::default();
         let mut r = Reference::new();
-        let mut x = 12345u64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = crate::test_rng::xorshift(12345u64);
         let mut time = 0;
         for step in 0..60_000u64 {
             let first = next(REG_SPACE as u64 + 4) as u16;
