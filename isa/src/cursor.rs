@@ -189,6 +189,12 @@ impl Cursor {
         self.inner_to = to;
     }
 
+    /// Whether a [`Cursor::skip_iterations`] jump is set and the warp has not reached it yet: a
+    /// second skip must wait for it (setting one replaces the pending one).
+    pub fn skip_pending(&self) -> bool {
+        self.skip_at != 0
+    }
+
     /// Whether a [`Cursor::skip_inner`] rule is set.
     pub fn skips_inner(&self) -> bool {
         self.inner_depth != 0

@@ -440,16 +440,18 @@ impl<'a, O: Observer> Engine<'a, O> {
             for sm in &self.sms {
                 room = room.min(sm.loop_skip_room(kidx as u32, tail));
             }
-            if !alone || !all_resident || room == 0 || room == u64::MAX {
-                s.cancel();
+            let count = if room == u64::MAX { 0 } else { s.plan_skip(room) };
+            if !alone || !all_resident || count == 0 {
+                s.stop_skipping(alone && all_resident);
                 continue;
             }
+            s.open_block();
             for sm in &mut self.sms {
-                sm.skip_loop_iterations(kidx as u32, room, &mut |prog, params, nest| {
-                    s.skip_body(&self.kernels[kidx], prog, params, nest, room);
+                sm.skip_loop_iterations(kidx as u32, count, &mut |prog, params, nest| {
+                    s.skip_body(&self.kernels[kidx], prog, params, nest, count);
                 });
             }
-            s.skipping_loops(room);
+            s.skipping_loops(count);
         }
     }
 

@@ -12,9 +12,10 @@ use crate::sample::warp_nests;
 
 impl Sm {
     /// Where the warps of CTA slot `cs` stand in their main loop nests: the nest's flat trips
-    /// and the first iteration none of them has begun. `None` when the CTA cannot skip: a warp
-    /// has left its nest (or exited after it), or its warps' nests differ in length. Warps
-    /// without a loop (an idle producer) do not count.
+    /// and the first iteration none of them has begun (skipped iterations count). `None` when
+    /// the CTA cannot skip: a warp has left its nest (or exited after it), has yet to reach an
+    /// earlier skip's jump, or its warps' nests differ in length. Warps without a loop (an idle
+    /// producer) do not count.
     fn cta_loop_position(&self, cs: usize) -> Option<(u64, u64)> {
         let c = &self.ctas[cs];
         let mut trips = None;
@@ -27,7 +28,7 @@ impl Sm {
             if *trips.get_or_insert(nest.trips) != nest.trips {
                 return None;
             }
-            if self.w.phase[s] == Phase::Draining || self.w.phase[s] == Phase::Free {
+            if self.w.phase[s] == Phase::Draining || self.w.phase[s] == Phase::Free || cur.skip_pending() {
                 return None;
             }
             next = next.max(cur.nest_iteration(&nest)? + 1);
