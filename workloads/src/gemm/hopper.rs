@@ -225,13 +225,17 @@ pub(crate) fn plan_grouped(
     } else if !rc.persistent {
         (gxmax, gymax, g.z)
     } else {
-        let xs: Vec<u64> = if rc.raster_swizzle > 0 {
-            vec![round_up(rc.raster_swizzle as u64, cm).min(gxmax)]
+        // Raster widths: the swizzle's, or every multiple of the cluster's M up to the grid's
+        // (and to the wave's: a wider raster leaves no room for a cluster's column, so the
+        // search below would take none; a grid of 2^31 rows has millions of widths).
+        let (lo, hi) = if rc.raster_swizzle > 0 {
+            let x = round_up(rc.raster_swizzle as u64, cm).min(gxmax) / cm;
+            (x, x)
         } else {
-            (1..=gxmax / cm).map(|i| i * cm).collect()
+            (1, gxmax.min(gmax / cn) / cm)
         };
         let mut best: Option<(Triple, Triple)> = None;
-        for &gx in &xs {
+        for gx in (lo..=hi).map(|i| i * cm) {
             for gy in (1..=gymax / cn).map(|i| i * cn) {
                 if gx * gy > gmax {
                     break;
