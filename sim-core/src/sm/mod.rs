@@ -484,9 +484,15 @@ impl Sm {
                     Ok(()) => {
                         issued = true;
                         any = true;
-                        self.subs[sc].scheduler.issued(slot);
-                        if self.w.phase[s] == Phase::Running {
-                            sub_wake = sub_wake.min(self.w.ready_at[s]);
+                        let sched = &mut self.subs[sc].scheduler;
+                        sched.issued(slot);
+                        match self.w.phase[s] {
+                            Phase::Running => sub_wake = sub_wake.min(self.w.ready_at[s]),
+                            // It issued its EXIT, which removed it before `issued`: the
+                            // contract's order is `issued`, then `removed` (GTO kept the slot
+                            // as its last warp and put the next warp launched into it first).
+                            Phase::Draining | Phase::Free => sched.removed(slot),
+                            Phase::Barrier | Phase::Mbar => {}
                         }
                     }
                     Err(b) => {

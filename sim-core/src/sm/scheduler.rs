@@ -22,7 +22,9 @@ pub struct WarpView<'a> {
 /// - `resident` comes in age order, oldest first (`view.age` strictly increasing): the SM appends
 ///   a warp when it launches, with the next age, and removal keeps the order. Policies rely on
 ///   it instead of sorting by age on every call.
-/// - `issued` is called after the sub-core issues from `slot`; `removed` when a warp leaves.
+/// - `issued` is called after the sub-core issues from `slot`; `removed` when a warp leaves,
+///   after its last `issued` (a warp that issues its EXIT is told both, in that order), so a
+///   policy never holds a slot whose warp is gone.
 pub trait WarpScheduler {
     fn name(&self) -> &'static str;
     fn order(&mut self, resident: &[u16], view: &WarpView<'_>, out: &mut Vec<u16>);
@@ -43,8 +45,7 @@ impl WarpScheduler for Gto {
     fn order(&mut self, resident: &[u16], _view: &WarpView<'_>, out: &mut Vec<u16>) {
         out.clear();
         // The last warp, then the others as they come: oldest first (the contract's age order).
-        // `last` may not be resident (the step calls `issued` after an EXIT's `removed`); a new
-        // warp in its slot is then the one put first.
+        // A `last` that is not resident (the contract rules it out) is ignored.
         let Some(p) = self.last.and_then(|g| resident.iter().position(|&s| s == g)) else {
             out.extend_from_slice(resident);
             return;
@@ -205,8 +206,7 @@ mod tests {
         g.removed(3);
         g.order(&[0, 1, 2, 4], &view(&ready, &age, &long), &mut out);
         assert_eq!(out, vec![0, 1, 2, 4]);
-        // The SM calls `issued` after an EXIT's `removed`: a last warp that is not resident is
-        // left out (a new warp in its slot would be put first).
+        // A last warp that is not resident (against the contract) is left out.
         g.issued(3);
         g.order(&[0, 1, 2, 4], &view(&ready, &age, &long), &mut out);
         assert_eq!(out, vec![0, 1, 2, 4]);
