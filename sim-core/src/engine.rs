@@ -442,7 +442,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
             let count = if room == u64::MAX { 0 } else { s.plan_skip(room) };
             if !alone || !all_resident || count == 0 {
-                s.stop_skipping(alone && all_resident);
+                // `room` 0: a CTA cannot skip now (a warp short of the last jump); a positive
+                // room too small for a block only shrinks.
+                s.stop_skipping(alone && all_resident && room == 0);
                 continue;
             }
             s.open_block();

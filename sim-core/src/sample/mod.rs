@@ -61,10 +61,10 @@
 //! CTAs all skip the same iterations, so the tiles that share data with a measured one run
 //! beside it. Skipping the same iterations in every warp of a CTA keeps producer/consumer
 //! barriers paired; skipping the same count in every CTA keeps the imbalance of CTAs with one
-//! tile more in the detailed tail. A block whose warps have not all reached the previous
-//! block's jump yet is not skipped: the rest then runs in detail. When no three iterations agree by half the loop (a
-//! memory-bound loop whose queues are still filling), or a CTA cannot skip (a warp already
-//! left its loop, its warps' loops differ), the kernel runs in detail.
+//! tile more in the detailed tail. A block waits a segment while a warp has not reached the
+//! previous block's jump yet. When no three iterations agree by half the loop (a memory-bound
+//! loop whose queues are still filling), or a CTA cannot skip (a warp already left its loop,
+//! its warps' loops differ), the kernel runs in detail.
 //!
 //! A grid of several waves whose CTAs are long loops (FlashAttention-2 at long sequences: ten
 //! waves of CTAs walking hundreds of key blocks) uses the iterations mode instead
@@ -231,11 +231,16 @@ struct LoopPlan {
 }
 
 impl LoopPlan {
-    /// A measurement segment: 1/16 of the loop, at least one flat iteration (a single iteration
-    /// of a memory-bound loop is a burst of loads, a wait and a burst of stores).
     fn segment(&self) -> u64 {
-        (self.trips / 16).max(1)
+        loop_segment(self.trips)
     }
+}
+
+/// Loop mode's measurement segment of a loop of `trips` flat iterations: 1/16 of it, at least
+/// one iteration (a single iteration of a memory-bound loop is a burst of loads, a wait and a
+/// burst of stores).
+fn loop_segment(trips: u64) -> u64 {
+    (trips / 16).max(1)
 }
 
 /// Waves mode: two consecutive waves agree (steady: skipping may start) when their cycles per
@@ -426,7 +431,7 @@ impl KernelSampler {
             }
         }
         let Some((outer, inner)) = shared else { return };
-        let segment = (outer / 16).max(1);
+        let segment = loop_segment(outer);
         let between = self.opts.measure_waves as u64 - 1;
         let loop_kept = ((4 + between) * segment + 1 + (outer * self.opts.tail_waves as u64 / 8).max(1)).min(outer);
         let inner_kept = iterations::HEAD + iterations::TAIL;
@@ -613,13 +618,14 @@ impl KernelSampler {
             // in the skipped iterations (the grouped GEMM's segment after a block ran within
             // 1.2% and 2.5% of the same iterations in full detail, no slower). When the next
             // block cannot start yet (a warp behind its CTA has not reached the last jump), the
-            // next segment is measured too and opens it instead.
+            // next segment opens it instead. A segment counts in the error estimate once a block
+            // is extrapolated from it.
             let w = (n - 2, n - 1);
-            self.measured.push(w);
             if plan.after_pending
                 && let Some(b) = self.blocks.last_mut()
             {
                 b.windows.push(w);
+                self.measured.push(w);
             }
             plan.after_pending = false;
             plan.before = w;
@@ -671,10 +677,10 @@ impl KernelSampler {
     }
 
     /// Loop mode: no block can be skipped now. Before the first (another kernel runs, a CTA
-    /// cannot skip) the kernel runs in detail; after it, while every CTA is resident and the
-    /// kernel runs alone, the next segment is measured and the block tried again (a warp behind
-    /// its CTA may not have reached the last jump yet); otherwise the blocks skipped so far are
-    /// extrapolated and the rest runs in detail.
+    /// cannot skip) the kernel runs in detail. After it, with `retry` (a CTA cannot skip yet: a
+    /// warp behind may not have reached the last jump), the block is tried again a segment
+    /// later; otherwise (another kernel runs, a CTA finished, too little loop is left) the
+    /// blocks skipped so far are extrapolated and the rest runs in detail.
     pub(crate) fn stop_skipping(&mut self, retry: bool) {
         if self.blocks.is_empty() {
             self.cancel();
@@ -712,6 +718,9 @@ impl KernelSampler {
     /// [`KernelSampler::skip_body`]).
     pub(crate) fn open_block(&mut self) {
         if let Some(plan) = self.plan {
+            if self.measured.last() != Some(&plan.before) {
+                self.measured.push(plan.before);
+            }
             self.blocks.push(Block { skipped: Skipped::default(), windows: vec![plan.before] });
         }
     }
@@ -999,9 +1008,10 @@ mod tests {
             k.stats.warp_insts += body;
             iteration += 1;
             if s.loop_mode() && s.poll(&k, now as u64) {
-                let count = s.plan_skip(trips.saturating_sub(iteration + tail));
+                let room = trips.saturating_sub(iteration + tail);
+                let count = s.plan_skip(room);
                 if count == 0 {
-                    s.stop_skipping(true);
+                    s.stop_skipping(room == 0);
                     continue;
                 }
                 s.open_block();
