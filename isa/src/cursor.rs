@@ -33,13 +33,15 @@ pub struct Cursor {
     /// A skip repeated at every entry of an inner nest ([`Cursor::skip_inner`]): in each flat
     /// iteration of the outer nest at step `outer_step`, the inner nest at step `inner_step`
     /// (loop frame `inner_depth`, `inner_levels` deep) runs flat iterations `0..inner_head`,
-    /// then jumps to `inner_to`. `inner_depth == 0`: none (an inner nest is never at frame 0).
+    /// then jumps to `inner_to`, from the outer nest's flat iteration `inner_from` on.
+    /// `inner_depth == 0`: none (an inner nest is never at frame 0).
     outer_step: u32,
     inner_step: u32,
     inner_depth: u8,
     inner_levels: u8,
     inner_head: u64,
     inner_to: u64,
+    inner_from: u64,
     /// [`Program::tile_levels`]: the loop levels whose counters the tile parameters follow.
     tile_levels: u8,
 }
@@ -102,7 +104,7 @@ impl Cursor {
                         let id = self.inner_depth as usize;
                         if self.frames[id].start == self.inner_step {
                             let flat = self.frames[id..=d].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64);
-                            if flat + 1 == self.inner_head {
+                            if flat + 1 == self.inner_head && self.outer_flat() >= self.inner_from {
                                 let mut t = self.inner_to;
                                 for f in self.frames[id..=d].iter_mut().rev() {
                                     f.iter = (t % f.count as u64) as u32;
@@ -171,12 +173,13 @@ impl Cursor {
     }
 
     /// Makes the warp skip flat iterations `head..inner.trips - tail` of `inner` in every flat
-    /// iteration of `outer`: `outer` is the program's main loop nest ([`Program::loop_nest`])
-    /// and `inner` a nest inside its body ([`Program::inner_nest`]), both with this cursor's
-    /// parameters. Trip counts never follow loop counters, so every entry skips the same
-    /// iterations. Ignored unless `0 < head` and `head + tail < inner.trips`. As with
-    /// [`Cursor::skip_iterations`], every warp that synchronises with others must skip alike.
-    pub fn skip_inner(&mut self, outer: &LoopNest, inner: &LoopNest, head: u64, tail: u64) {
+    /// iteration of `outer` from `from` on: `outer` is the program's main loop nest
+    /// ([`Program::loop_nest`]) and `inner` a nest inside its body ([`Program::inner_nest`]),
+    /// both with this cursor's parameters. Trip counts never follow loop counters, so every
+    /// entry skips the same iterations. Ignored unless `0 < head` and `head + tail <
+    /// inner.trips`. As with [`Cursor::skip_iterations`], every warp that synchronises with
+    /// others must skip alike.
+    pub fn skip_inner(&mut self, outer: &LoopNest, inner: &LoopNest, head: u64, tail: u64, from: u64) {
         let to = inner.trips.saturating_sub(tail);
         if head == 0 || head >= to || outer.levels as usize + inner.levels as usize > MAX_LOOP_DEPTH {
             return;
@@ -187,6 +190,13 @@ impl Cursor {
         self.inner_levels = inner.levels;
         self.inner_head = head;
         self.inner_to = to;
+        self.inner_from = from;
+    }
+
+    /// The outer nest's flat iteration, with a [`Cursor::skip_inner`] rule and inside its
+    /// nest's levels.
+    fn outer_flat(&self) -> u64 {
+        self.frames[..self.inner_depth as usize].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64)
     }
 
     /// Whether a [`Cursor::skip_iterations`] jump is set and the warp has not reached it yet: a
@@ -202,7 +212,8 @@ impl Cursor {
 
     /// Where the warp stands against its [`Cursor::skip_inner`] rule: the outer nest's flat
     /// iteration and the inner iterations it has executed in it (the one begun counts, the
-    /// skipped ones do not; `u64::MAX` once past the inner nest in that iteration). `(0, 0)`
+    /// skipped ones do not, and there are none before the rule's first outer iteration;
+    /// `u64::MAX` once past the inner nest in that iteration). `(0, 0)`
     /// before the outer nest; `None` once it has left it, or without a rule. Meaningful after
     /// a [`Cursor::peek`].
     pub fn inner_progress(&self) -> Option<(u64, u64)> {
@@ -219,11 +230,11 @@ impl Cursor {
             // Only between the levels of a perfectly nested outer nest, never after a peek.
             return None;
         }
-        let outer = self.frames[..id].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64);
+        let outer = self.outer_flat();
         let levels = self.inner_levels as usize;
         let inner = if depth >= id + levels && self.frames[id].start == self.inner_step {
             let pos = self.frames[id..id + levels].iter().fold(0u64, |n, f| n * f.count as u64 + f.iter as u64);
-            if pos >= self.inner_to { pos - (self.inner_to - self.inner_head) } else { pos }
+            if pos >= self.inner_to && outer >= self.inner_from { pos - (self.inner_to - self.inner_head) } else { pos }
         } else {
             // In the outer body around the inner nest: before it, or after it.
             let at = if depth == id { self.pc } else { self.frames[id].start };
@@ -516,7 +527,7 @@ mod tests {
 
         let mut c = c0;
         assert_eq!(c.inner_progress(), None, "no rule yet");
-        c.skip_inner(&outer, &inner, 2, 3);
+        c.skip_inner(&outer, &inner, 2, 3, 0);
         assert_eq!(c.inner_progress(), Some((0, 0)), "before the tile nest");
         let (mut n, mut addrs, mut progress) = (0u64, Vec::new(), Vec::new());
         while let Some(i) = c.peek(&p) {
@@ -537,10 +548,25 @@ mod tests {
         assert_eq!(progress, executed(0).chain(executed(1)).chain(executed(2)).collect::<Vec<_>>());
         assert_eq!(c.inner_progress(), None, "past the tile nest");
         assert_eq!(n, p.dynamic_len() - skipped);
+        // From the second tile on: the first runs its inner nest whole.
+        let mut c = c0;
+        c.skip_inner(&outer, &inner, 2, 3, 1);
+        let (mut addrs, mut progress) = (Vec::new(), Vec::new());
+        while let Some(i) = c.peek(&p) {
+            let i = *i;
+            if let Some(a) = c.base_address(&p, &i) {
+                addrs.push(a);
+                progress.push(c.inner_progress().unwrap());
+            }
+            c.advance();
+        }
+        assert_eq!(addrs, [(0..10).collect::<Vec<u64>>(), tile(1).to_vec(), tile(2).to_vec()].concat());
+        let whole = (0..10).map(|k| (0, k));
+        assert_eq!(progress, whole.chain(executed(1)).chain(executed(2)).collect::<Vec<_>>());
         // Out-of-range rules are ignored.
         for (head, tail) in [(0, 3), (5, 5), (8, 3)] {
             let mut c = c0;
-            c.skip_inner(&outer, &inner, head, tail);
+            c.skip_inner(&outer, &inner, head, tail, 0);
             let mut m = 0;
             while c.peek(&p).is_some() {
                 c.advance();

@@ -706,7 +706,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let key = (kidx as u32, crate::sm::cluster_id(&k.info, cta.coord));
         let rank = crate::sm::cluster_rank_of(&k.info, cta.coord);
         if let Some(s) = self.samplers[kidx].as_mut() {
-            s.placed(&cta, k.info.grid);
+            s.placed(&cta, k.info.grid, &k.timing);
         }
         let slot = self.sms[sm].launch(self.now, kidx as u32, k, cta, &mut self.done_buf);
         if let Some(it) = self.samplers[kidx].as_mut().and_then(|s| s.iters.as_mut()) {

@@ -45,9 +45,10 @@
 //!
 //! The inner mode ([`IterSampler::new_inner`], a persistent grid of one wave) skips instead,
 //! in every CTA, the middle of the nest inside the main loop nest, in every flat iteration of
-//! it: each tile runs the first `HEAD` and last `TAIL` iterations of its key-block (or K) loop.
-//! The rate is measured on the first tile's head, from the slowest warp. The replay is the
-//! same; with one wave it is the latest CTA's lengthened end.
+//! it after the first [`REF_TILES`]: each later tile runs the first `HEAD` and last `TAIL`
+//! iterations of its key-block (or K) loop. The rate is measured over the middle of the last
+//! whole tile, from the slowest warp. The replay is the same; with one wave it is the latest
+//! CTA's lengthened end.
 //!
 //! What this does not see: a CTA's rate changing within its skipped iterations beyond what the
 //! reference wave's first [`REF_HEAD`] iterations show (its co-resident CTA finishing, the L2
@@ -70,6 +71,12 @@ use crate::sm::Sm;
 pub(crate) const HEAD: u64 = 5;
 /// Flat iterations run in detail after the skip: the loop's drain and the epilogue's start.
 pub(crate) const TAIL: u64 = 2;
+/// The inner mode's tiles (flat iterations of the main nest) that run whole before every later
+/// tile skips the middle of its inner nest: the rate of that middle is measured on the last of
+/// them. A GEMM tile's first K iterations run ahead on the stages the previous tile's epilogue
+/// let the producer fill, and the first tiles of all CTAs start together: the first tile's head
+/// ran 7% faster per iteration than the skipped iterations of later tiles did in full detail.
+pub(crate) const REF_TILES: u64 = 1;
 /// Flat iterations the CTAs of the reference wave run before their skip (all of a shorter
 /// loop but its tail): their rate over iterations `HEAD..REF_HEAD` against their head's
 /// corrects every later CTA's head rate ([`IterSampler::extrapolate`]).
@@ -281,11 +288,11 @@ impl IterSampler {
                 memo.add(sk, k, prog, params, Some((nest, n)));
             };
             skip = if self.inner {
-                sm.skip_cta_inner(slot, HEAD, TAIL, &mut count).map(|s| CtaSkip {
+                sm.skip_cta_inner(slot, HEAD, TAIL, REF_TILES, &k.timing, &mut count).map(|s| CtaSkip {
                     nest: s.inner,
                     head: HEAD,
                     count: s.entries * s.per_entry,
-                    run: s.entries * (s.inner.trips - s.per_entry),
+                    run: s.tiles * s.inner.trips - s.entries * s.per_entry,
                     per_entry: s.per_entry,
                 })
             } else {
@@ -349,18 +356,35 @@ impl IterSampler {
             let c = &mut ctas[i];
             let Some(skip) = c.skip else { return false };
             let sm = &sms[c.sm as usize];
-            let executed = if inner {
-                // The slowest warp in the first tile, in iterations executed.
-                match sm.cta_inner_slowest(c.slot) {
-                    Some((0, e)) if e != u64::MAX => e,
-                    _ => return false,
+            if inner {
+                // The middle of the last tile run whole, by its slowest warp: the iterations
+                // the later tiles skip.
+                let Some((tile, e)) = sm.cta_inner_slowest(c.slot) else { return false };
+                if tile + 1 < REF_TILES {
+                    return true;
                 }
-            } else {
-                // The CTA's iteration ([`Sm::cta_iteration`]), counted in iterations executed
-                // (past the skip, iteration `head + count` is the `head`-th executed).
-                let Some(begun) = sm.cta_iteration(c.slot) else { return false };
-                if begun >= skip.head + skip.count { begun - skip.count } else { begun }
-            };
+                if tile + 1 > REF_TILES || e == u64::MAX {
+                    return false;
+                }
+                let end = skip.head + skip.per_entry;
+                return match c.first {
+                    None if e >= end => false,
+                    None if e >= skip.head => {
+                        c.first = Some((now, e));
+                        true
+                    }
+                    None => true,
+                    Some((at, from)) if e >= end => {
+                        c.rate = Some((now - at) as f64 / (e - from) as f64);
+                        false
+                    }
+                    Some(_) => true,
+                };
+            }
+            // The CTA's iteration ([`Sm::cta_iteration`]), counted in iterations executed
+            // (past the skip, iteration `head + count` is the `head`-th executed).
+            let Some(begun) = sm.cta_iteration(c.slot) else { return false };
+            let executed = if begun >= skip.head + skip.count { begun - skip.count } else { begun };
             let per_iteration = |(at, from): (u64, u64)| (now - at) as f64 / (executed - from) as f64;
             match (c.first, c.head_end) {
                 (None, _) if executed >= HEAD => false,

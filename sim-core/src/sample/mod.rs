@@ -81,27 +81,36 @@
 //! minimum of waves out of the grid's; never for a kernel of clusters.
 //!
 //! A grid of one wave whose tiles are themselves long loops (FlashAttention-3's persistent
-//! forward at long sequences: 21 tiles per CTA, each 42 iterations over key blocks) uses the
-//! inner mode instead of the loop mode when it keeps a smaller share in detail: the loop mode
-//! keeps the ramp-up, its measured segments and its tail (8 of the 21 tiles), the inner mode
-//! `HEAD + TAIL` of every tile's inner loop (7 of 42). Every looping warp of every CTA skips the
-//! middle of the nest inside its main nest ([`gpusim_isa::Program::inner_nest`]) in every tile
+//! forward at long sequences: 21 tiles per CTA, each 42 iterations over key blocks; a persistent
+//! Hopper GEMM at K = 8192: 16 tiles, each 32 iterations of four K blocks) uses the inner mode
+//! instead of the loop mode when it keeps a smaller share in detail: the loop mode keeps the
+//! ramp-up, its measured segments and its tail (8 of the 21 tiles, 10 of the 16), the inner mode
+//! its first tile whole and `HEAD + TAIL` of every later tile's inner loop (7 of 42, 7 of 32).
+//! Every looping warp of every CTA skips the middle of the nest inside its main nest
+//! ([`gpusim_isa::Program::inner_nest`]) in every tile after the first
 //! ([`gpusim_isa::Cursor::skip_inner`]), and the iterations mode's measurement and replay
-//! extrapolate it, the rate measured on the first tile's head by its slowest warp. It is chosen
-//! at the grid's first CTA when the looping warps share outer and inner trip counts (their
-//! barriers then pair up in every tile), never for a kernel of clusters.
+//! extrapolate it, the rate measured over the first tile's middle (the iterations the later
+//! tiles skip) by its slowest warp: a tile's head runs on the stages the previous epilogue let
+//! the producer fill, and on a GEMM it ran 7% faster than the middle. It is chosen at the grid's
+//! first CTA when the looping warps can skip alike ([`inner_nests`]: the same tiles, and inner
+//! loops of the same trips, or within an eighth of each other with the same barriers touched
+//! per iteration, as a GEMM's consumers that peel their first K block). Clusters are no
+//! obstacle: every CTA skips the same iterations, so a multicast load still lands in CTAs that
+//! wait for it.
 //!
 //! A kernel is sampled only when it runs alone when the measurement ends (no other kernel
 //! pulled and unfinished): the skipped time is added to its end, so kernels that depend on it
 //! launch that much later, but a kernel of another stream that starts during its tail would run
 //! as if the skipped time were not there; such a kernel is flagged `overlapped`.
 
+mod inner_nests;
 mod iterations;
 mod loop_mode;
 mod skipped;
 
 use gpusim_isa::{CtaTrace, Dim3};
 
+pub(crate) use inner_nests::{LoopingWarp, shared_inner_trips};
 pub(crate) use iterations::{IterSampler, warp_nests};
 use iterations::{longest_nests_agree, longest_trips};
 use serde::Serialize;
@@ -109,6 +118,7 @@ pub(crate) use skipped::{SkipMemo, Skipped};
 
 use crate::kernel_run::{KernelRun, KernelStats};
 use crate::stats::{MemTraffic, StallReason};
+use crate::timing::OpTiming;
 use loop_mode::{LoopPlan, loop_segment};
 
 /// How a run samples long grids. `SimOptions::sample = None` simulates everything in detail.
@@ -368,36 +378,30 @@ impl KernelSampler {
     }
 
     /// Chooses between the loop and the inner mode at a one-wave grid's first CTA: inner when
-    /// its looping warps share a nest inside their main nest of at least
-    /// [`iterations::MIN_TRIPS`] flat iterations whose `HEAD + TAIL` kept in detail are a
-    /// smaller share of it than the loop mode keeps of the main nest (its ramp-up segment,
-    /// three measured ones, the segments between its blocks, the iteration in flight and the
-    /// tail), unless the kernel launches
-    /// clusters. FlashAttention-3's persistent forward at 16k tokens: 21 tiles (the loop mode
-    /// keeps 8), each 42 key-block iterations (the inner mode keeps 7).
-    fn decide_one_wave(&mut self, first: &CtaTrace) {
+    /// its looping warps can skip alike in a nest inside their main nest of at least
+    /// [`iterations::MIN_TRIPS`] flat iterations ([`shared_inner_trips`]), and the inner mode
+    /// keeps a smaller share in detail (its whole first tiles and `HEAD + TAIL` of every later
+    /// one) than the loop mode keeps of the main nest (its ramp-up segment, three measured
+    /// ones, the segments between its blocks, the iteration in flight and the tail).
+    /// FlashAttention-3's persistent forward at 16k tokens: 21 tiles (the loop mode keeps 8),
+    /// each 42 key-block iterations (the inner mode keeps 7).
+    fn decide_one_wave(&mut self, first: &CtaTrace, timing: &[OpTiming]) {
         self.one_wave_undecided = false;
-        if self.clustered {
-            return;
-        }
         let coord = first.coord.as_array();
-        let mut shared = None;
-        for (w, p) in first.warps.iter().enumerate() {
-            let params = p.eval_params(coord, w as u32);
-            let Some(nests) = warp_nests(p, &params) else { return };
-            let Some((o, i)) = nests else { continue };
-            match shared {
-                None => shared = Some((o.trips, i.trips)),
-                Some(t) if t == (o.trips, i.trips) => {}
-                Some(_) => return,
-            }
-        }
-        let Some((outer, inner)) = shared else { return };
+        let params: Vec<_> = first.warps.iter().enumerate().map(|(w, p)| p.eval_params(coord, w as u32)).collect();
+        let warps = first.warps.iter().zip(&params).enumerate().map(|(w, (p, params))| LoopingWarp {
+            prog: p,
+            params,
+            vars: gpusim_isa::Cursor::new(p, coord, w as u32).vars(),
+        });
+        let Some((outer, inner)) = shared_inner_trips(warps, timing) else { return };
         let segment = loop_segment(outer);
         let between = self.opts.measure_waves as u64 - 1;
         let loop_kept = ((4 + between) * segment + 1 + (outer * self.opts.tail_waves as u64 / 8).max(1)).min(outer);
-        let inner_kept = iterations::HEAD + iterations::TAIL;
-        if inner >= iterations::MIN_TRIPS && inner_kept * outer < loop_kept * inner {
+        // Tiles run whole, then HEAD + TAIL of every later tile's inner nest.
+        let whole = iterations::REF_TILES;
+        let inner_kept = whole * inner + outer.saturating_sub(whole) * (iterations::HEAD + iterations::TAIL);
+        if inner >= iterations::MIN_TRIPS && outer > whole && inner_kept < loop_kept * inner {
             self.plan = None;
             self.iters = Some(IterSampler::new_inner(self.slots));
             self.phase = Phase::Off;
@@ -529,12 +533,12 @@ impl KernelSampler {
     }
 
     /// A CTA of the kernel is placed.
-    pub(crate) fn placed(&mut self, cta: &CtaTrace, grid: Dim3) {
+    pub(crate) fn placed(&mut self, cta: &CtaTrace, grid: Dim3, timing: &[OpTiming]) {
         if self.undecided {
             self.decide(cta, grid);
         }
         if self.one_wave_undecided {
-            self.decide_one_wave(cta);
+            self.decide_one_wave(cta, timing);
         }
         if let Some(plan) = self.plan.as_mut() {
             let coord = cta.coord.as_array();

@@ -8,7 +8,8 @@ use gpusim_isa::{LoopNest, Program};
 
 use super::Sm;
 use super::warps::Phase;
-use crate::sample::warp_nests;
+use crate::sample::{LoopingWarp, shared_inner_trips, warp_nests};
+use crate::timing::OpTiming;
 
 impl Sm {
     /// Where the warps of CTA slot `cs` stand in their main loop nests: the nest's flat trips
@@ -173,48 +174,58 @@ impl Sm {
 pub(crate) struct InnerSkip {
     /// The inner nest of the CTA's first looping warp.
     pub inner: LoopNest,
-    /// Flat iterations of the outer nest (tiles), and of the inner nest skipped in each.
+    /// Flat iterations of the outer nest (tiles), those that skip (the last ones), and the
+    /// inner iterations each skips.
+    pub tiles: u64,
     pub entries: u64,
     pub per_entry: u64,
 }
 
 impl Sm {
     /// Inner-mode sampling of a persistent CTA: makes every looping warp of CTA slot `cs` skip
-    /// flat iterations `head..trips - tail` of the nest inside its main loop nest's body
-    /// ([`gpusim_isa::Cursor::skip_inner`]) in every flat iteration of the main nest, and calls
+    /// `trips - head - tail` flat iterations of the nest inside its main loop nest's body, from
+    /// iteration `head` on, `trips` being the fewest of any of its warps
+    /// ([`gpusim_isa::Cursor::skip_inner`]), in every flat iteration of the main nest from
+    /// `from` on (the ones before run whole: the sampler measures its rate there), and calls
     /// `skipped(program, params, inner, count)` with the inner iterations each warp skips in
-    /// all. `None`, skipping nothing, when its looping warps do not all have an inner nest, or
-    /// their outer or inner trip counts differ (their barriers would no longer pair up), or the
-    /// inner nest leaves nothing between `head` and `tail`. Called right after [`Sm::launch`].
+    /// all. `None`, skipping nothing, when its looping warps cannot skip alike
+    /// ([`shared_inner_trips`]: their barriers would no longer pair up) or the inner nest leaves
+    /// nothing between `head` and `tail`, or the main nest has no iteration from `from` on.
+    /// Called right after [`Sm::launch`].
     pub(crate) fn skip_cta_inner(
         &mut self,
         cs: u16,
         head: u64,
         tail: u64,
+        from: u64,
+        timing: &[OpTiming],
         skipped: &mut SkippedBody<'_>,
     ) -> Option<InnerSkip> {
-        let mut shared: Option<(LoopNest, LoopNest)> = None;
-        for &slot in &self.ctas[cs as usize].slots {
+        let slots = &self.ctas[cs as usize].slots;
+        let warps = slots.iter().filter_map(|&slot| {
             let s = slot as usize;
             let prog = self.w.program[s].as_deref()?;
-            let Some((outer, inner)) = warp_nests(prog, self.w.cursor[s].params())? else { continue };
-            match &shared {
-                None => shared = Some((outer, inner)),
-                Some((o, i)) if o.trips == outer.trips && i.trips == inner.trips => {}
-                Some(_) => return None,
-            }
+            let cur = &self.w.cursor[s];
+            Some(LoopingWarp { prog, params: cur.params(), vars: cur.vars() })
+        });
+        // A warp without a program: the CTA cannot be judged.
+        if slots.iter().any(|&slot| self.w.program[slot as usize].is_none()) {
+            return None;
         }
-        let (outer, inner) = shared?;
-        let per_entry = inner.trips.checked_sub(head + tail).filter(|&n| n > 0)?;
+        let (outer_trips, trips) = shared_inner_trips(warps, timing)?;
+        let per_entry = trips.checked_sub(head + tail).filter(|&n| n > 0)?;
+        let entries = outer_trips.checked_sub(from).filter(|&n| n > 0)?;
+        let mut first = None;
         for i in 0..self.ctas[cs as usize].slots.len() {
             let s = self.ctas[cs as usize].slots[i] as usize;
             let Some(prog) = self.w.program[s].clone() else { continue };
             let cur = &mut self.w.cursor[s];
             let Some(Some((o, n))) = warp_nests(&prog, cur.params()) else { continue };
-            cur.skip_inner(&o, &n, head, tail);
-            skipped(&prog, cur.params(), &n, o.trips * per_entry);
+            cur.skip_inner(&o, &n, head, n.trips - head - per_entry, from);
+            skipped(&prog, cur.params(), &n, entries * per_entry);
+            first.get_or_insert(n);
         }
-        Some(InnerSkip { inner, entries: outer.trips, per_entry })
+        Some(InnerSkip { inner: first?, tiles: outer_trips, entries, per_entry })
     }
 
     /// The inner-mode progress of CTA slot `cs`'s slowest skipping warp
