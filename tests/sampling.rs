@@ -161,6 +161,14 @@ fn ci_cases() -> Vec<Case> {
             "h100-sxm5-80gb",
             &[("m", "8192"), ("n", "8192"), ("k", "2048")],
         ),
+        // Clusters of two with multicast loads, 4 tiles per CTA of 16 K iterations (the
+        // consumers peel one): the inner mode, its last two tiles skipping 8 iterations each.
+        generated(
+            "GEMM Hopper persistent 4096^3 (H100)",
+            "gemm",
+            "h100-sxm5-80gb",
+            &[("m", "4096"), ("n", "4096"), ("k", "4096")],
+        ),
         // The unfused attention's P·V GEMM shape: 4.7 waves of memory-bound CTAs walking 20
         // K blocks, the iterations mode with its reference wave. Its heads run 20% slower than
         // the rest of its loop (the wave's CTAs contend in step until their loads drift apart):
@@ -234,12 +242,13 @@ fn ci_cases() -> Vec<Case> {
                 ("dtype", "fp16"),
             ],
         ),
-        // Persistent, 170 tiles on 132 CTAs of 21 key-block iterations each: the inner mode.
+        // Persistent, 430 tiles on 132 CTAs (3 or 4 each) of 21 key-block iterations: the inner
+        // mode, its first two tiles whole.
         generated(
-            "FA3 fwd persistent b1 h4 s8192 d64 (H100)",
+            "FA3 fwd persistent b1 h10 s8192 d64 (H100)",
             "attention",
             "h100-sxm5-80gb",
-            &[("batch", "1"), ("heads", "4"), ("seqlen", "8192"), ("headdim", "64")],
+            &[("batch", "1"), ("heads", "10"), ("seqlen", "8192"), ("headdim", "64")],
         ),
         moe("MoE layer 8192 tok, 64 experts top-6, DeepGEMM (H100)", deepgemm_moe),
         moe("MoE layer 8192 tok, 64 experts top-6, fused (H100)", small_moe),

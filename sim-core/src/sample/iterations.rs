@@ -46,8 +46,9 @@
 //! The inner mode ([`IterSampler::new_inner`], a persistent grid of one wave) skips instead,
 //! in every CTA, the middle of the nest inside the main loop nest, in every flat iteration of
 //! it after the first [`REF_TILES`]: each later tile runs the first `HEAD` and last `TAIL`
-//! iterations of its key-block (or K) loop. The rate is measured over the middle of the last
-//! whole tile, from the slowest warp. The replay is the same; with one wave it is the latest
+//! iterations of its key-block (or K) loop. Each CTA's rate is the mean of its skipping tiles'
+//! head rates (from the slowest warp), scaled by the ratio of middle to head over the last whole
+//! tile of every CTA ([`poll_tiles`]). The replay is the same; with one wave it is the latest
 //! CTA's lengthened end.
 //!
 //! What this does not see: a CTA's rate changing within its skipped iterations beyond what the
@@ -72,11 +73,13 @@ pub(crate) const HEAD: u64 = 5;
 /// Flat iterations run in detail after the skip: the loop's drain and the epilogue's start.
 pub(crate) const TAIL: u64 = 2;
 /// The inner mode's tiles (flat iterations of the main nest) that run whole before every later
-/// tile skips the middle of its inner nest: the rate of that middle is measured on the last of
-/// them. A GEMM tile's first K iterations run ahead on the stages the previous tile's epilogue
-/// let the producer fill, and the first tiles of all CTAs start together: the first tile's head
-/// ran 7% faster per iteration than the skipped iterations of later tiles did in full detail.
-pub(crate) const REF_TILES: u64 = 1;
+/// tile skips the middle of its inner nest. Each later tile's skipped middle is extrapolated
+/// from its own head, scaled by the ratio of middle to head in the last whole tile, the
+/// reference. Not the first tile: all CTAs start it together, cold, and on the persistent H100
+/// GEMM at 8192³ its head ran 7% faster than its middle, the later tiles' heads within 2-5% of
+/// theirs. A tile's middle also drifts along the tile loop (5% slower from the first tile to the
+/// tenth, there), which a rate measured on one tile alone would miss.
+pub(crate) const REF_TILES: u64 = 2;
 /// Flat iterations the CTAs of the reference wave run before their skip (all of a shorter
 /// loop but its tail): their rate over iterations `HEAD..REF_HEAD` against their head's
 /// corrects every later CTA's head rate ([`IterSampler::extrapolate`]).
@@ -155,6 +158,24 @@ struct IterCta {
     /// flat iteration from there to its skip.
     head_end: Option<(u64, u64)>,
     later: Option<f64>,
+    /// Inner mode: the tiles' heads and the reference tile's middle ([`TileMarks`]).
+    tiles: TileMarks,
+}
+
+/// What the inner mode measures of one CTA: the head of each tile that skips (the CTA's
+/// `rate` is their mean), and the head and middle of the reference tile (the last whole one),
+/// whose ratio scales every head rate ([`IterSampler::extrapolate`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct TileMarks {
+    /// The tile being measured, how far (0: waiting for its iteration 1, 1: for iteration
+    /// `HEAD`, 2: for the middle's end, 3: done) and the mark where that stretch began.
+    tile: u64,
+    stage: u8,
+    mark: (u64, u64),
+    /// Sum and count of the head rates of the tiles that skip.
+    heads: (f64, u32),
+    /// The reference tile's head and middle rates.
+    reference: (Option<f64>, Option<f64>),
 }
 
 impl IterCta {
@@ -174,8 +195,77 @@ impl IterCta {
             rate: None,
             head_end: None,
             later: None,
+            tiles: TileMarks::default(),
         }
     }
+}
+
+/// The ratio of the second rates to the first over `pairs` (each a CTA's), and its relative
+/// standard error: the spread of `second − ratio × first`. `(1, 0)` with fewer than
+/// [`MIN_REFERENCE`] pairs.
+fn ratio_estimate(pairs: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
+    let pairs: Vec<(f64, f64)> = pairs.collect();
+    if pairs.len() < MIN_REFERENCE {
+        return (1.0, 0.0);
+    }
+    let n = pairs.len() as f64;
+    let (head, later) = pairs.iter().fold((0.0, 0.0), |(h, l), &(a, b)| (h + a, l + b));
+    if head <= 0.0 {
+        return (1.0, 0.0);
+    }
+    let scale = later / head;
+    let resid = pairs.iter().map(|&(h, l)| (l - scale * h) * (l - scale * h)).sum::<f64>() / (n - 1.0);
+    let rel = (resid / n).sqrt() / (later / n);
+    (scale, rel)
+}
+
+/// Inner mode: one poll of CTA `c` whose slowest skipping warp stands at `at` (tile, inner
+/// iterations executed in it; [`Sm::cta_inner_slowest`]). From the reference tile on, every
+/// tile's head is measured from the start of iteration 1 (the pipeline filled) to the start of
+/// iteration `HEAD`, and the reference tile's middle on to the start of iteration `HEAD +
+/// per_entry` (what the later tiles skip). A stretch whose start a poll missed is not measured.
+/// Whether to poll the CTA again.
+fn poll_tiles(c: &mut IterCta, skip: CtaSkip, at: Option<(u64, u64)>, now: u64) -> bool {
+    let Some((tile, e)) = at else { return false };
+    let reference = REF_TILES - 1;
+    if tile < reference {
+        return true;
+    }
+    let m = &mut c.tiles;
+    if tile != m.tile {
+        m.tile = tile;
+        m.stage = 0;
+    }
+    if e == u64::MAX {
+        // Past the inner nest of this tile: wait for the next.
+        return true;
+    }
+    let rate = |(t, from): (u64, u64)| (now - t) as f64 / (e - from).max(1) as f64;
+    match m.stage {
+        0 if e >= skip.head => m.stage = 3,
+        0 if e >= 1 => {
+            m.mark = (now, e);
+            m.stage = 1;
+        }
+        1 if e >= skip.head => {
+            let r = rate(m.mark);
+            if tile == reference {
+                m.reference.0 = Some(r);
+                m.mark = (now, e);
+                m.stage = 2;
+            } else {
+                m.heads = (m.heads.0 + r, m.heads.1 + 1);
+                c.rate = Some(m.heads.0 / m.heads.1 as f64);
+                m.stage = 3;
+            }
+        }
+        2 if e >= skip.head + skip.per_entry => {
+            m.reference.1 = Some(rate(m.mark));
+            m.stage = 3;
+        }
+        _ => {}
+    }
+    true
 }
 
 /// The iterations a CTA skips.
@@ -329,6 +419,7 @@ impl IterSampler {
             rate: None,
             head_end: None,
             later: None,
+            tiles: TileMarks::default(),
         });
         self.live.insert((sm.id, slot), i);
     }
@@ -357,29 +448,7 @@ impl IterSampler {
             let Some(skip) = c.skip else { return false };
             let sm = &sms[c.sm as usize];
             if inner {
-                // The middle of the last tile run whole, by its slowest warp: the iterations
-                // the later tiles skip.
-                let Some((tile, e)) = sm.cta_inner_slowest(c.slot) else { return false };
-                if tile + 1 < REF_TILES {
-                    return true;
-                }
-                if tile + 1 > REF_TILES || e == u64::MAX {
-                    return false;
-                }
-                let end = skip.head + skip.per_entry;
-                return match c.first {
-                    None if e >= end => false,
-                    None if e >= skip.head => {
-                        c.first = Some((now, e));
-                        true
-                    }
-                    None => true,
-                    Some((at, from)) if e >= end => {
-                        c.rate = Some((now - at) as f64 / (e - from) as f64);
-                        false
-                    }
-                    Some(_) => true,
-                };
+                return poll_tiles(c, skip, sm.cta_inner_slowest(c.slot), now);
             }
             // The CTA's iteration ([`Sm::cta_iteration`]), counted in iterations executed
             // (past the skip, iteration `head + count` is the `head`-th executed).
@@ -502,23 +571,13 @@ impl IterSampler {
     /// rest: a memory-bound wave's CTAs start together and contend in step until their loads
     /// drift apart (the unfused attention's batched GEMMs: 20% over 20 iterations), which the
     /// shortened CTAs, never drifting apart, cannot show. `(1, 0)` without enough reference
-    /// CTAs measured.
+    /// CTAs measured. In the inner mode, over every CTA's reference tile: its middle's rate
+    /// against its head's.
     fn head_correction(&self) -> (f64, f64) {
-        let pairs: Vec<(f64, f64)> =
-            self.ctas.iter().filter(|c| c.reference).filter_map(|c| Some((c.rate?, c.later?))).collect();
-        if pairs.len() < MIN_REFERENCE {
-            return (1.0, 0.0);
+        if self.inner {
+            return ratio_estimate(self.ctas.iter().filter_map(|c| Some((c.tiles.reference.0?, c.tiles.reference.1?))));
         }
-        let n = pairs.len() as f64;
-        let (head, later) = pairs.iter().fold((0.0, 0.0), |(h, l), &(a, b)| (h + a, l + b));
-        if head <= 0.0 {
-            return (1.0, 0.0);
-        }
-        let scale = later / head;
-        // The ratio estimator's standard error: the spread of later − scale × head.
-        let resid = pairs.iter().map(|&(h, l)| (l - scale * h) * (l - scale * h)).sum::<f64>() / (n - 1.0);
-        let rel = (resid / n).sqrt() / (later / n);
-        (scale, rel)
+        ratio_estimate(self.ctas.iter().filter(|c| c.reference).filter_map(|c| Some((c.rate?, c.later?))))
     }
 
     /// The makespan of the grid dispatched in order onto `slots` CTA slots freed at `start`,
@@ -567,7 +626,50 @@ mod tests {
             rate,
             head_end: None,
             later: None,
+            tiles: TileMarks::default(),
         }
+    }
+
+    /// The inner mode measures every tile's head from tile `REF_TILES - 1` on, and the
+    /// reference tile's middle; a CTA's rate is its heads' mean, scaled by the reference
+    /// tiles' ratio of middle to head.
+    #[test]
+    fn the_inner_mode_scales_every_tile_head_by_the_reference_tile() {
+        assert_eq!(REF_TILES, 2, "the walk below has tile 1 as the reference");
+        let mut s = IterSampler::new_inner(16);
+        let per_entry = 10;
+        // Tile 0 whole (not measured); tile 1's head at 100 cycles per iteration and its middle
+        // at 120; tile 2's head at 200, tile 3's at 300 (the polls see iterations begin
+        // exactly).
+        let walk = |c: &mut IterCta| {
+            let mut now = 0;
+            let mut step = |c: &mut IterCta, tile: u64, e: u64, cost: u64| {
+                assert!(poll_tiles(c, c.skip.unwrap(), Some((tile, e)), now));
+                now += cost;
+            };
+            for e in 0..HEAD + per_entry + TAIL {
+                step(c, 0, e, 50);
+            }
+            for e in 0..HEAD + per_entry + TAIL {
+                step(c, 1, e, if e < HEAD { 100 } else { 120 });
+            }
+            for (tile, cost) in [(2, 200), (3, 300)] {
+                for e in 0..HEAD + TAIL {
+                    step(c, tile, e, cost);
+                }
+                step(c, tile, u64::MAX, 0);
+            }
+            assert!(!poll_tiles(c, c.skip.unwrap(), None, now), "left the main nest");
+        };
+        for _ in 0..MIN_REFERENCE {
+            let mut c = cta(0, 1_000_000, 2 * per_entry, None);
+            c.skip.as_mut().unwrap().per_entry = per_entry;
+            walk(&mut c);
+            assert_eq!(c.tiles.reference, (Some(100.0), Some(120.0)));
+            assert_eq!(c.rate, Some(250.0), "the mean of tiles 2 and 3");
+            s.ctas.push(c);
+        }
+        assert_eq!(s.head_correction(), (1.2, 0.0));
     }
 
     /// Three CTAs on two slots: the third starts when the first slot frees, so the skipped time

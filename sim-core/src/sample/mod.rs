@@ -85,18 +85,20 @@
 //! Hopper GEMM at K = 8192: 16 tiles, each 32 iterations of four K blocks) uses the inner mode
 //! instead of the loop mode when it keeps a smaller share in detail: the loop mode keeps the
 //! ramp-up, its measured segments and its tail (8 of the 21 tiles, 10 of the 16), the inner mode
-//! its first tile whole and `HEAD + TAIL` of every later tile's inner loop (7 of 42, 7 of 32).
-//! Every looping warp of every CTA skips the middle of the nest inside its main nest
-//! ([`gpusim_isa::Program::inner_nest`]) in every tile after the first
+//! its first two tiles whole and `HEAD + TAIL` of every later tile's inner loop (7 of 42, 7 of
+//! 32). Every looping warp of every CTA skips the middle of the nest inside its main nest
+//! ([`gpusim_isa::Program::inner_nest`]) in every tile after the second
 //! ([`gpusim_isa::Cursor::skip_inner`]), and the iterations mode's measurement and replay
-//! extrapolate it, the rate measured over the first tile's middle (the iterations the later
-//! tiles skip) by its slowest warp: a tile's head runs on the stages the previous epilogue let
-//! the producer fill, and on a GEMM it ran 7% faster than the middle. It is chosen at the grid's
-//! first CTA when the looping warps can skip alike ([`inner_nests`]: the same tiles, and inner
-//! loops of the same trips, or within an eighth of each other with the same barriers touched
-//! per iteration, as a GEMM's consumers that peel their first K block). Clusters are no
-//! obstacle: every CTA skips the same iterations, so a multicast load still lands in CTAs that
-//! wait for it.
+//! extrapolate it: each skipped middle at its own tile's head rate, scaled by the ratio of the
+//! second tile's middle to its head (measured on the slowest warp). The first tile is no
+//! reference: all CTAs start it together, cold (on the 8192³ GEMM its head ran 7% faster than
+//! its middle, later tiles' heads within 2-5% of theirs); and one tile alone would miss the
+//! drift along the tile loop (the same GEMM's middles run 5% slower by its tenth tile). It is
+//! chosen at the grid's first CTA when the looping warps can skip alike ([`inner_nests`]: the
+//! same tiles, and inner loops of the same trips, or within an eighth of each other with the
+//! same barriers touched per iteration, as a GEMM's consumers that peel their first K block).
+//! Clusters are no obstacle: every CTA skips the same iterations, so a multicast load still
+//! lands in CTAs that wait for it.
 //!
 //! A kernel is sampled only when it runs alone when the measurement ends (no other kernel
 //! pulled and unfinished): the skipped time is added to its end, so kernels that depend on it
