@@ -73,7 +73,7 @@ fn kernel(out: &mut String, k: &KernelReport, sm_clock_mhz: f64, streams: bool) 
                 )
             }
             "inner" => format!(
-                "the middle of every tile's inner loop skipped in every CTA ({} of {} iterations per tile), {} of the warp instructions",
+                "the middle of the inner loop skipped in every tile but the first two, in every CTA ({} of {} iterations per tile), {} of the warp instructions",
                 s.skipped_loop_iterations,
                 s.loop_iterations,
                 percent(s.skipped_warp_instructions, k.warp_instructions)
