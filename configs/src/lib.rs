@@ -21,7 +21,8 @@
 //!   numeric range, [`ParamKind`]).
 //! - Edits: [`Arch::with_override`] / [`Arch::with_override_str`] / [`Arch::with_overrides`]
 //!   set dotted keys on a chip through the loader (same unit parsing, range checks, key
-//!   suggestions and cross-field rules as a file); [`Arch::value`] reads one as a number.
+//!   suggestions and cross-field rules as a file); [`Arch::override_base`] parses the chip once
+//!   for many sets ([`OverrideBase`]: a sweep's points); [`Arch::value`] reads one as a number.
 //!
 //! ## Files
 //! `schema.rs` declares every section and parameter once, with description, unit, default and
@@ -63,7 +64,7 @@ pub use arch::*;
 pub use descriptive::{DESCRIPTIVE, descriptive};
 pub use error::{ConfigError, Loc};
 pub use introspect::{ParamDiff, ParamInfo, all_params, diff, diff_table, explain, param, presets_table, to_toml};
-pub use load::{load, load_file, load_preset, load_str};
+pub use load::{OverrideBase, load, load_file, load_preset, load_str};
 pub use presets::presets;
 pub use units::{Bytes, BytesPerCycle, BytesPerSec, Cycles, Hertz, Picos};
 pub use validate::{LAUNCH_MODES, MEMORY_MODELS, POLICIES, validate};

@@ -58,8 +58,7 @@ impl Arch {
     /// [`Arch::with_overrides`] with each value in TOML syntax, read as
     /// [`Arch::with_override_str`] reads one (what a sweep point is).
     pub fn with_overrides_str(&self, overrides: &[(&str, &str)]) -> Result<Arch, ConfigError> {
-        let values: Vec<(&str, toml::Value)> = overrides.iter().map(|(k, v)| (*k, override_value(v))).collect();
-        self.with_overrides(&values)
+        self.override_base()?.apply_str(overrides)
     }
 
     /// This chip with several parameters set at once, through the loader: the overrides are
@@ -68,6 +67,34 @@ impl Arch {
     /// fully resolved form ([`crate::to_toml`]), resolved (range checks) and validated (the
     /// cross-field rules are checked once, on the result). Errors name the key.
     pub fn with_overrides(&self, overrides: &[(&str, toml::Value)]) -> Result<Arch, ConfigError> {
+        self.override_base()?.apply(overrides)
+    }
+
+    /// This chip's fully resolved form, parsed once for many sets of overrides (a sweep's
+    /// points): [`OverrideBase::apply`] is [`Arch::with_overrides`] without writing and parsing
+    /// the whole chip again each time, which was two thirds of `gpusim sweep --dry-run`.
+    pub fn override_base(&self) -> Result<OverrideBase<'_>, ConfigError> {
+        let raw = parse(&Source::new(self.name.clone(), crate::introspect::to_toml(self)), KeySet::get())?;
+        Ok(OverrideBase { arch: self, raw })
+    }
+
+    /// The parameter `key` (dotted, as in a file) as a number in its kind's base unit
+    /// ([`crate::ParamKind`]: bytes, cycles, picoseconds, Hz, B/s, B/clk); `None` for text,
+    /// lists and unknown keys.
+    pub fn value(&self, key: &str) -> Option<f64> {
+        crate::schema::number(self, key)
+    }
+}
+
+/// A chip ready for overrides ([`Arch::override_base`]).
+pub struct OverrideBase<'a> {
+    arch: &'a Arch,
+    raw: RawConfig,
+}
+
+impl OverrideBase<'_> {
+    /// [`Arch::with_overrides`] of the chip.
+    pub fn apply(&self, overrides: &[(&str, toml::Value)]) -> Result<Arch, ConfigError> {
         let mut doc = toml::Table::new();
         for (key, value) in overrides {
             insert_dotted(&mut doc, key, value.clone())?;
@@ -80,22 +107,19 @@ impl Arch {
             at: crate::error::Loc { file: name.clone(), line: 0, col: 0 },
             message: e.to_string(),
         })?;
-        let keys = KeySet::get();
         let src = Source::new(name, text);
-        let mut raw = parse(&src, keys)?;
-        let base = parse(&Source::new(self.name.clone(), crate::introspect::to_toml(self)), keys)?;
-        raw.merge_parent(base);
+        let mut raw = parse(&src, KeySet::get())?;
+        raw.merge_parent(self.raw.clone());
         let cx = Cx { file: &src.name, inherits: &[] };
-        let arch = raw.resolve(&self.name, &self.description, &cx)?;
+        let arch = raw.resolve(&self.arch.name, &self.arch.description, &cx)?;
         validate_located(&arch, &raw)?;
         Ok(arch)
     }
 
-    /// The parameter `key` (dotted, as in a file) as a number in its kind's base unit
-    /// ([`crate::ParamKind`]: bytes, cycles, picoseconds, Hz, B/s, B/clk); `None` for text,
-    /// lists and unknown keys.
-    pub fn value(&self, key: &str) -> Option<f64> {
-        crate::schema::number(self, key)
+    /// [`Arch::with_overrides_str`] of the chip.
+    pub fn apply_str(&self, overrides: &[(&str, &str)]) -> Result<Arch, ConfigError> {
+        let values: Vec<(&str, toml::Value)> = overrides.iter().map(|(k, v)| (*k, override_value(v))).collect();
+        self.apply(&values)
     }
 }
 

@@ -56,11 +56,12 @@ pub fn prepare(study: &Study) -> CliResult<Prepared> {
     }
     let points = expanded.points;
     // Every point's chip, in parallel; every failure listed (up to MAX_LISTED).
+    let over = base.override_base().map_err(|e| CliError::input(format!("{}: arch: {e}", study.origin)))?;
     let archs: Vec<Result<Arch, String>> = points
         .par_iter()
         .map(|p| {
             let pairs: Vec<(&str, &str)> = p.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            base.with_overrides_str(&pairs).map_err(|e| e.to_string())
+            over.apply_str(&pairs).map_err(|e| e.to_string())
         })
         .collect();
     let bad: Vec<String> = archs
