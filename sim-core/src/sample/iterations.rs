@@ -291,7 +291,8 @@ pub(crate) struct IterSampler {
     ctas: Vec<IterCta>,
     /// Resident CTAs by `(sm, slot)`: their index in `ctas`.
     live: BTreeMap<(u32, u16), usize>,
-    /// CTAs whose head is still being measured.
+    /// CTAs whose head is still being measured (the inner mode: every tile's, until the CTA
+    /// leaves its main nest).
     measuring: Vec<usize>,
     next_poll: u64,
     /// CTA slots of the whole GPU (one wave).
