@@ -72,7 +72,7 @@ impl Arch {
 
     /// This chip's fully resolved form, parsed once for many sets of overrides (a sweep's
     /// points): [`OverrideBase::apply`] is [`Arch::with_overrides`] without writing and parsing
-    /// the whole chip again each time, which was two thirds of `gpusim sweep --dry-run`.
+    /// the whole chip again each time, which was half of `gpusim sweep --dry-run`.
     pub fn override_base(&self) -> Result<OverrideBase<'_>, ConfigError> {
         let raw = parse(&Source::new(self.name.clone(), crate::introspect::to_toml(self)), KeySet::get())?;
         Ok(OverrideBase { arch: self, raw })

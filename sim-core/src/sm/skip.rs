@@ -201,17 +201,16 @@ impl Sm {
         timing: &[OpTiming],
         skipped: &mut SkippedBody<'_>,
     ) -> Option<InnerSkip> {
-        let slots = &self.ctas[cs as usize].slots;
-        let warps = slots.iter().filter_map(|&slot| {
-            let s = slot as usize;
-            let prog = self.w.program[s].as_deref()?;
-            let cur = &self.w.cursor[s];
-            Some(LoopingWarp { prog, params: cur.params(), vars: cur.vars() })
-        });
         // A warp without a program: the CTA cannot be judged.
-        if slots.iter().any(|&slot| self.w.program[slot as usize].is_none()) {
-            return None;
-        }
+        let warps: Vec<LoopingWarp<'_>> = self.ctas[cs as usize]
+            .slots
+            .iter()
+            .map(|&slot| {
+                let prog = self.w.program[slot as usize].as_deref()?;
+                let cur = &self.w.cursor[slot as usize];
+                Some(LoopingWarp { prog, params: cur.params(), vars: cur.vars() })
+            })
+            .collect::<Option<_>>()?;
         let (outer_trips, trips) = shared_inner_trips(warps, timing)?;
         let per_entry = trips.checked_sub(head + tail).filter(|&n| n > 0)?;
         let entries = outer_trips.checked_sub(from).filter(|&n| n > 0)?;
