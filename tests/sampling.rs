@@ -7,9 +7,10 @@
 //! the bound: mean error ≤ 2%, max ≤ 5%. Every case must actually be sampled, or it
 //! would validate nothing.
 //!
-//! The sizes keep the debug-build test near a minute on two cores; they are about the smallest
-//! grids the default options sample (eleven waves or more that settle within a third of the
-//! grid, or a persistent loop of 16 tiles). A short causal grid whose waves alternate between
+//! The sizes are about the smallest grids the default options sample (eleven waves or more that
+//! settle within a third of the grid, or a persistent loop of 16 tiles); the debug-build test
+//! takes about five minutes on two cores (444 s of a core on 6 December), most of it the full
+//! detail runs it compares against. A short causal grid whose waves alternate between
 //! heavy and light CTAs (FA3 d64 at 512 tokens: 12% apart) is not sampled at all, rightly.
 //! `cargo test --release --test sampling -- --ignored --nocapture` runs full-size cases.
 
