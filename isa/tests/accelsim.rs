@@ -450,6 +450,36 @@ fn error_wrong_instruction_count() {
     assert_eq!(e.at.line, line_of(&bad, "EXIT", 0));
 }
 
+/// Lines seen before are decoded from the reader's memo of lines: the same instructions as the
+/// first time, and the same errors where a repeated line is out of place (past `insts`, before
+/// `warp`), since the memo is asked only where an instruction line may come.
+#[test]
+fn repeated_lines_decode_as_the_first_and_keep_their_errors() {
+    let ffma = "0080 ffffffff 1 R8 FFMA 3 R5 R6 R8 0 0";
+    let ldg = |a: u32| format!("0090 ffffffff 1 R2 LDG.E 1 R4 4 1 0x{a:x} 4 0");
+    let (l0, l1) = (ldg(0x1000), ldg(0x2000));
+    let w: &[&str] = &[ffma, &l0, ffma, &l1, ffma, "00a0 ffffffff 0 EXIT 0 0 0"];
+    let text = header(5, Some(false), (2, 1, 1), (32, 1, 1)) + &tb((0, 0, 0), &[w]) + &tb((1, 0, 0), &[w]);
+    let k = parse_traceg_str("rep", &text).unwrap();
+    for cta in 0..2 {
+        let got = insts(&k.cta(cta).warps[0]);
+        assert_eq!(got.len(), 6);
+        assert_eq!((got[0], got[2], got[4]), (got[0], got[0], got[0]), "CTA {cta}");
+        assert_eq!(insts(&k.cta(0).warps[0]), got, "CTA {cta} decodes as CTA 0");
+        let a = walk(&k, cta, 0);
+        assert_eq!((a[1].2.unwrap()[0], a[3].2.unwrap()[0]), (0x1000, 0x2000));
+    }
+    // A seen line past the warp's `insts`: the error of any extra line, at that line.
+    let bad = replace_nth(&text, "insts = 6", "insts = 5", 1);
+    let e = parse_traceg_str("many", &bad).unwrap_err();
+    assert_eq!((e.kind, e.at.line), (TraceErrorKind::Invalid, line_of(&bad, "EXIT", 1)));
+    // A seen line before the block's `warp` line.
+    let bad = replace_nth(&text, "warp = 0", &format!("{ffma}\nwarp = 0"), 1);
+    let e = parse_traceg_str("early", &bad).unwrap_err();
+    assert_eq!(e.kind, TraceErrorKind::Syntax);
+    assert!(e.message.contains("before `warp = W`"), "{e}");
+}
+
 #[test]
 fn error_out_of_order_and_repeated_blocks() {
     let swapped = two_ctas().replacen("thread block = 0,0,0", "thread block = 1,0,0", 1);

@@ -58,6 +58,72 @@ impl Hasher for Fnv1a {
     }
 }
 
+/// Instruction lines already decoded, by their text: a flat trace repeats every line of a loop
+/// body once per iteration and per warp, and a line without a memory operand decodes to the
+/// same [`Inst`] each time (its op table and the kernel's `lineinfo` flag are the reader's
+/// own). A hit costs a hash and a compare of the line instead of tokenizing and parsing it.
+/// Holds at most [`LineMemo::CAP`] lines, so memory stays bounded whatever the trace.
+#[derive(Default)]
+pub(super) struct LineMemo {
+    map: HashMap<Box<str>, Inst, BuildHasherDefault<WordHash>>,
+}
+
+impl LineMemo {
+    /// Lines kept at most (about 100 bytes each).
+    pub const CAP: usize = 1 << 16;
+
+    #[inline]
+    pub fn get(&self, line: &str) -> Option<Inst> {
+        self.map.get(line).copied()
+    }
+
+    /// Remembers `line`, which decoded to `inst` (no memory operand) without error.
+    pub fn insert(&mut self, line: &str, inst: Inst) {
+        debug_assert!(inst.mem.is_none());
+        if self.map.len() < Self::CAP {
+            self.map.insert(line.into(), inst);
+        }
+    }
+}
+
+/// A hash of short byte strings eight bytes at a time (the FxHash step: rotate, xor, multiply):
+/// a trace line is 20 to 60 bytes, which FNV's byte-at-a-time chain takes several times longer
+/// over. Not DoS-resistant, which a trace reader does not need.
+#[derive(Default)]
+pub(super) struct WordHash(u64);
+
+impl WordHash {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+}
+
+impl Hasher for WordHash {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Parses one instruction line: `[line] PC mask ndst {R} OPCODE nsrc {R} width [mode addrs] [imm]`.
 pub(super) fn parse_inst(
     at: &At,

@@ -6,7 +6,7 @@ use std::io::BufRead;
 use std::sync::Arc;
 
 use super::header::{TracegHeader, parse_header};
-use super::inst::{Decoded, LanePat, Ops, parse_inst};
+use super::inst::{Decoded, LanePat, LineMemo, Ops, parse_inst};
 use super::lines::{DiagSink, LineReader, Tokens, key_value, parse_dec_u64, parse_triple};
 use crate::diag::{self, Diagnostic};
 use crate::error::{TraceError, TraceErrorKind};
@@ -29,6 +29,7 @@ pub struct TracegReader<R> {
     done: bool,
     failed: Option<TraceError>,
     offsets: [i64; 32],
+    memo: LineMemo,
 }
 
 impl<R: BufRead> TracegReader<R> {
@@ -57,6 +58,7 @@ impl<R: BufRead> TracegReader<R> {
             done: false,
             failed: None,
             offsets: [0; 32],
+            memo: LineMemo::default(),
         })
     }
 
@@ -126,6 +128,16 @@ impl<R: BufRead> TracegReader<R> {
                 ));
             }
             let at = self.lines.at();
+            // A line decoded before is an instruction line, and the same instruction: what the
+            // instruction path below would push, without classifying and parsing it again.
+            if let Some(w) = cur.as_mut()
+                && w.expected.is_some_and(|n| w.got < n)
+                && let Some(inst) = self.memo.get(at.text)
+            {
+                w.push(Decoded { inst, mem: None }, &self.offsets)
+                    .map_err(|m| at.err(TraceErrorKind::Invalid, 0, m))?;
+                continue;
+            }
             let t = at.text.trim_start();
             let lead = at.text.len() - t.len();
             let Some((_, first)) = Tokens::new(t).next_tok() else { continue };
@@ -275,6 +287,9 @@ impl<R: BufRead> TracegReader<R> {
                 ));
             }
             let d = parse_inst(&at, lineinfo, &mut self.ops, &mut self.offsets)?;
+            if d.mem.is_none() {
+                self.memo.insert(at.text, d.inst);
+            }
             w.push(d, &self.offsets).map_err(|m| at.err(TraceErrorKind::Invalid, lead, m))?;
         }
     }
