@@ -40,6 +40,10 @@ pub struct Scoreboard {
     /// not a warpgroup MMA (reason `MathDependency`), what a chained MMA waits for. Exact for a
     /// uniform block; never below what it bounds for the others.
     bounds: [[u64; 2]; BLOCKS],
+    /// The largest of every block's `bounds`, `[ALL]` and `[PLAIN]`: a wait that is not earlier
+    /// than it finds no register to wait for, whatever the operand (an accumulator of 16 blocks
+    /// is most of a warpgroup MMA's operands, and most waits find nothing pending).
+    top: [u64; 2],
     /// Per block: the reason every register of it has, its ready cycle being `bounds[ALL]`
     /// (a uniform block, whose `ready`/`why` entries are stale), or [`SPELLED_OUT`].
     uniform: [u8; BLOCKS],
@@ -54,6 +58,7 @@ impl Default for Scoreboard {
     fn default() -> Self {
         Scoreboard {
             bounds: [[0; 2]; BLOCKS],
+            top: [0; 2],
             uniform: [StallReason::Wait as u8; BLOCKS],
             why: [StallReason::Wait as u8; REG_SPACE],
             ready: [0; REG_SPACE],
@@ -82,6 +87,7 @@ impl Scoreboard {
     #[inline]
     pub fn reset(&mut self) {
         self.bounds = [[0; 2]; BLOCKS];
+        self.top = [0; 2];
         self.uniform = [StallReason::Wait as u8; BLOCKS];
     }
 
@@ -106,6 +112,7 @@ impl Scoreboard {
             return;
         }
         let plain = if reason == MMA { 0 } else { at };
+        self.top = [self.top[ALL].max(at), self.top[PLAIN].max(plain)];
         for blk in span.start / BLOCK..=(span.end - 1) / BLOCK {
             let whole = block_range(blk);
             if span.start <= whole.start && span.end >= whole.end {
@@ -135,6 +142,9 @@ impl Scoreboard {
             return wait;
         }
         let which = if skip_mma { PLAIN } else { ALL };
+        if self.top[which] <= wait.0 {
+            return wait;
+        }
         for blk in span.start / BLOCK..=(span.end - 1) / BLOCK {
             // No register of the block is later than the wait: none would change it.
             if self.bounds[blk][which] <= wait.0 {
