@@ -39,7 +39,7 @@ fn a_case_runs_and_the_markdown_rewrite_keeps_the_prose() {
     let row: Vec<&str> =
         out.lines().find(|l| l.starts_with("tiny ")).expect("a row for the case").split_whitespace().collect();
     let (insts, cycles, rss) = (number(row[2]), number(row[3]), number(row[7]));
-    let trace = d.join("accelsim-flat-ffma-2");
+    let trace = d.join("accelsim-flat-v2-ffma-2");
     assert!(trace.join("kernelslist.g").is_file(), "the flat trace is cached in GPUSIM_BENCH_CACHE");
     let report = d.join("r.json");
     ok(&["run", "--arch", "h100-sxm5-80gb", "--json", s(&report), s(&trace)]);

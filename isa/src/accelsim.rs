@@ -109,6 +109,7 @@
 //! [`KernelInfo::id`]: crate::kernel::KernelInfo::id
 //! [`KernelInfo::stream`]: crate::kernel::KernelInfo::stream
 
+mod fold;
 mod header;
 mod inst;
 mod lines;

@@ -275,6 +275,13 @@ impl Cursor {
         before.then_some(0)
     }
 
+    /// The index in the program's steps of the instruction the last [`Cursor::peek`] returned:
+    /// a static position, the same in every iteration of a loop (a trace writer's PC).
+    #[inline]
+    pub fn step(&self) -> u32 {
+        self.pc
+    }
+
     /// Moves past the instruction returned by the last [`Cursor::peek`].
     #[inline]
     pub fn advance(&mut self) {

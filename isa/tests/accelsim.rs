@@ -462,12 +462,11 @@ fn repeated_lines_decode_as_the_first_and_keep_their_errors() {
     let text = header(5, Some(false), (2, 1, 1), (32, 1, 1)) + &tb((0, 0, 0), &[w]) + &tb((1, 0, 0), &[w]);
     let k = parse_traceg_str("rep", &text).unwrap();
     for cta in 0..2 {
-        let got = insts(&k.cta(cta).warps[0]);
-        assert_eq!(got.len(), 6);
-        assert_eq!((got[0], got[2], got[4]), (got[0], got[0], got[0]), "CTA {cta}");
-        assert_eq!(insts(&k.cta(0).warps[0]), got, "CTA {cta} decodes as CTA 0");
         let a = walk(&k, cta, 0);
+        let names: Vec<&str> = a.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(names, ["FFMA", "LDG.E", "FFMA", "LDG.E", "FFMA", "EXIT"], "CTA {cta}");
         assert_eq!((a[1].2.unwrap()[0], a[3].2.unwrap()[0]), (0x1000, 0x2000));
+        assert_eq!(insts(&k.cta(0).warps[0]), insts(&k.cta(cta).warps[0]), "CTA {cta} decodes as CTA 0");
     }
     // A seen line past the warp's `insts`: the error of any extra line, at that line.
     let bad = replace_nth(&text, "insts = 6", "insts = 5", 1);

@@ -65,3 +65,26 @@ fn written_kernels_read_back_as_the_same_instruction_streams() {
         assert!(n > 0, "{file} has kernels");
     }
 }
+
+/// A flat trace's loops come back as loops: the FFMA example's 128 iterations of 32 FFMAs and
+/// the streaming copy's grid-stride loop (addresses advancing by a stride per iteration) are
+/// each one loop again, not thousands of steps, and walk as the flat list did (above).
+#[test]
+fn flat_loops_fold_back_into_loops() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    for (file, most_steps) in [("ffma_bound.trace", 80), ("stream_copy.trace", 40)] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let mut trace = gpusim_isa::text::read_trace(file, &text).unwrap();
+        trace.kernels[0].info.grid = Dim3::new(2, 1, 1);
+        let mut src = MemTraceSource::new(trace);
+        let mut k = src.next_kernel().unwrap().unwrap();
+        let mut bytes = Vec::new();
+        let written = write_traceg(&mut *k, &mut bytes, "out").unwrap();
+        let mut back = TracegReader::new(&bytes[..], "out", 0).unwrap();
+        let cta = back.next_cta().unwrap().unwrap();
+        let p = &cta.warps[0];
+        let loops = p.steps.iter().filter(|s| matches!(s, gpusim_isa::Step::Loop { .. })).count();
+        assert!(loops >= 1, "{file}: no loop folded");
+        assert!(p.steps.len() <= most_steps, "{file}: {} steps for {written} instructions", p.steps.len());
+    }
+}

@@ -170,8 +170,11 @@ impl Case {
     }
 }
 
+/// Where the flat trace of `ctas` CTAs is kept. The name carries the writer's format (`v2`:
+/// static PCs, the same in every loop iteration as a real tracer's), so a trace written by an
+/// older writer is not reused.
 fn flat_dir(ctas: u32) -> PathBuf {
-    cache_dir().join(format!("accelsim-flat-ffma-{ctas}"))
+    cache_dir().join(format!("accelsim-flat-v2-ffma-{ctas}"))
 }
 
 /// Writes the FFMA example's kernel, cut to `ctas` CTAs, as an Accel-Sim trace in `dir`

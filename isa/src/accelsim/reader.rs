@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::sync::Arc;
 
+use super::fold::{Flat, Piece, fold};
 use super::header::{TracegHeader, parse_header};
 use super::inst::{Decoded, LanePat, LineMemo, Ops, parse_inst};
 use super::lines::{DiagSink, LineReader, Tokens, key_value, parse_dec_u64, parse_triple};
 use crate::diag::{self, Diagnostic};
 use crate::error::{TraceError, TraceErrorKind};
 use crate::kernel::{CtaTrace, Dim3, KernelInfo, OpTable};
-use crate::program::{AddrExpr, Lanes, MemRef, Program, Step};
+use crate::program::{AddrExpr, Lanes, MemRef, Program, Step, TripCount, Var};
 use crate::source::KernelSource;
 
 /// Reads one Accel-Sim `.traceg` kernel trace from any buffered input, one CTA at a time.
@@ -263,7 +264,7 @@ impl<R: BufRead> TracegReader<R> {
                             .ok_or_else(|| at.syntax(voff, format!("insts: bad number `{value}`")))?;
                         w.expected = Some(n);
                         w.insts_line = at.line;
-                        w.prog.steps.reserve(n.min(4096) as usize);
+                        w.flat.reserve(n.min(4096) as usize);
                         continue;
                     }
                     _ => {}
@@ -325,7 +326,8 @@ impl<R: BufRead> KernelSource for TracegReader<R> {
     }
 }
 
-/// The program of one warp being read.
+/// The program of one warp being read: its instructions as listed, folded into loops when the
+/// warp ends ([`super::fold`]).
 struct WarpBuilder {
     coord: Dim3,
     index: usize,
@@ -333,9 +335,11 @@ struct WarpBuilder {
     insts_line: u64,
     expected: Option<u64>,
     got: u64,
+    /// The instructions so far, each memory operand's expression not yet made.
+    flat: Vec<Flat>,
     prog: Program,
-    /// Index in `prog.exprs` of each base address seen.
-    bases: HashMap<u64, u32>,
+    /// Index in `prog.exprs` of each expression made: (base, stride per iteration).
+    exprs: HashMap<(u64, i64), u32>,
     /// Start in `prog.lane_offsets` of each offset pattern seen.
     patterns: HashMap<Vec<i64>, u32>,
 }
@@ -349,25 +353,22 @@ impl WarpBuilder {
             insts_line: 0,
             expected: None,
             got: 0,
+            flat: Vec::new(),
             prog: Program { name: program_name(coord, index), ..Program::default() },
-            bases: HashMap::new(),
+            exprs: HashMap::new(),
             patterns: HashMap::new(),
         }
     }
 
+    fn too_big(&self) -> String {
+        format!("warp {} of thread block {} is too large", self.index, self.coord)
+    }
+
     fn push(&mut self, d: Decoded, offsets: &[i64; 32]) -> Result<(), String> {
-        let too_big = || format!("warp {} of thread block {} is too large", self.index, self.coord);
         let mut inst = d.inst;
-        if let Some((base, pat)) = d.mem {
-            let addr = match self.bases.get(&base) {
-                Some(&i) => i,
-                None => {
-                    let i = u32::try_from(self.prog.exprs.len()).map_err(|_| too_big())?;
-                    self.prog.exprs.push(AddrExpr::constant(base));
-                    self.bases.insert(base, i);
-                    i
-                }
-            };
+        let mut base = 0;
+        if let Some((b, pat)) = d.mem {
+            base = b;
             let lanes = match pat {
                 LanePat::Stride(s) => Lanes::Stride(s),
                 LanePat::Offsets(n) => {
@@ -375,7 +376,7 @@ impl WarpBuilder {
                     let start = match self.patterns.get(key) {
                         Some(&s) => s,
                         None => {
-                            let s = u32::try_from(self.prog.lane_offsets.len()).map_err(|_| too_big())?;
+                            let s = u32::try_from(self.prog.lane_offsets.len()).map_err(|_| self.too_big())?;
                             self.prog.lane_offsets.extend_from_slice(key);
                             self.patterns.insert(key.to_vec(), s);
                             s
@@ -384,15 +385,62 @@ impl WarpBuilder {
                     Lanes::Offsets { start }
                 }
             };
-            inst.mem = Some(MemRef { addr, lanes, bulk_bytes: 0 });
+            // The expression is made when the warp ends (`finish`), once it is known whether
+            // the instruction is in a loop.
+            inst.mem = Some(MemRef { addr: 0, lanes, bulk_bytes: 0 });
         }
-        self.prog.steps.push(Step::Inst(inst));
+        self.flat.push(Flat { inst, base });
         self.got += 1;
         Ok(())
     }
 
+    /// The index of the expression `base + stride·i0`, made if new.
+    fn expr(&mut self, base: u64, stride: i64) -> Result<u32, String> {
+        if let Some(&i) = self.exprs.get(&(base, stride)) {
+            return Ok(i);
+        }
+        let i = u32::try_from(self.prog.exprs.len()).map_err(|_| self.too_big())?;
+        let e = AddrExpr::constant(base);
+        self.prog.exprs.push(if stride == 0 { e } else { e.with(Var::Loop(0), stride) });
+        self.exprs.insert((base, stride), i);
+        Ok(i)
+    }
+
+    /// Appends instruction `f` of the flat list, its address `f.base + stride·i0`.
+    fn emit(&mut self, f: Flat, stride: i64) -> Result<(), String> {
+        let mut inst = f.inst;
+        if let Some(m) = inst.mem.as_mut() {
+            m.addr = self.expr(f.base, stride)?;
+        }
+        self.prog.steps.push(Step::Inst(inst));
+        Ok(())
+    }
+
+    /// The warp's program: the flat list folded into loops.
+    fn build(&mut self) -> Result<(), String> {
+        let flat = std::mem::take(&mut self.flat);
+        for piece in fold(&flat) {
+            match piece {
+                Piece::One(i) => self.emit(flat[i], 0)?,
+                Piece::Loop { start, len, trips } => {
+                    let open = self.prog.steps.len();
+                    self.prog.steps.push(Step::Loop { count: TripCount::Fixed(trips), end: 0 });
+                    for q in 0..len {
+                        let f = flat[start + q];
+                        let stride = if f.inst.mem.is_some() { Piece::delta(&flat, start, len, q) } else { 0 };
+                        self.emit(f, stride)?;
+                    }
+                    let close = u32::try_from(self.prog.steps.len()).map_err(|_| self.too_big())?;
+                    self.prog.steps.push(Step::EndLoop { start: open as u32 });
+                    self.prog.steps[open] = Step::Loop { count: TripCount::Fixed(trips), end: close };
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Ends the warp at the line `at` (the next `warp` line or `#END_TB`).
-    fn finish(self, at: &super::lines::At, lead: usize, c: Dim3) -> Result<Program, TraceError> {
+    fn finish(mut self, at: &super::lines::At, lead: usize, c: Dim3) -> Result<Program, TraceError> {
         match self.expected {
             None => Err(at.syntax(
                 lead,
@@ -407,6 +455,7 @@ impl WarpBuilder {
                 ),
             )),
             Some(_) => {
+                self.build().map_err(|m| at.err(TraceErrorKind::Invalid, lead, m))?;
                 debug_assert!(self.prog.check().is_ok());
                 Ok(self.prog)
             }

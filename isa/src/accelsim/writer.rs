@@ -3,7 +3,9 @@
 //!
 //! What the reader gets back is the same dynamic instruction stream (opcodes, masks, the first
 //! register of each operand, immediates, every active lane's address); register ranges are
-//! widened again by the reader's own rules, and loops stay unrolled. `gpusim bench` uses it to
+//! widened again by the reader's own rules. An instruction without a PC of its own gets its
+//! static position (step index × 16), the same in every iteration, as a real tracer's PCs are;
+//! so the reader folds the unrolled loops back ([`super::fold`]). `gpusim bench` uses it to
 //! make its large flat trace from a generated kernel, so that parsing is part of a figure.
 
 use std::io::Write;
@@ -63,12 +65,12 @@ pub fn write_traceg(ks: &mut dyn KernelSource, out: &mut dyn Write, name: &str) 
             let n = prog.dynamic_len_for([k.x, k.y, k.z], w as u32);
             write!(out, "warp = {w}\ninsts = {n}\n").map_err(io)?;
             let mut cur = Cursor::new(prog, [k.x, k.y, k.z], w as u32);
-            let mut index = 0u32;
             while let Some(inst) = cur.peek(prog) {
                 use std::fmt::Write as _;
                 line.clear();
                 let desc = ks.ops().get(inst.op);
-                let pc = if inst.pc != 0 { inst.pc } else { index.wrapping_mul(16) };
+                // A static PC, as a real tracer writes: the same in every iteration of a loop.
+                let pc = if inst.pc != 0 { inst.pc } else { cur.step().wrapping_mul(16) };
                 let regs = |rs: &[RegRange]| rs.iter().filter(|r| !r.is_none()).count();
                 let _ = write!(line, "{pc:04x} {:08x} {}", inst.mask, regs(&inst.dst));
                 for r in inst.dst.iter().filter(|r| !r.is_none()) {
@@ -103,7 +105,6 @@ pub fn write_traceg(ks: &mut dyn KernelSource, out: &mut dyn Write, name: &str) 
                 let _ = writeln!(line, " {}", inst.imm);
                 out.write_all(line.as_bytes()).map_err(io)?;
                 cur.advance();
-                index += 1;
                 lines += 1;
             }
         }
