@@ -132,3 +132,74 @@ extern "C" __global__ void __launch_bounds__(256, 1)
     for (int i = 0; i < 128; ++i) s += d[i];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
+
+// wgmma_mufu_overlap(out, iters, ex2_iters, mode, cycles): do MUFU.EX2 and a wgmma chain overlap
+// on one SM? FlashAttention-3's softmax (one MUFU.EX2 per score element, 16 per clock per SM)
+// runs beside its wgmma chain; at head dim 64 both need 1/16 clock per element, so whether the
+// two units work at once decides the kernel's speed. 384-thread CTAs (3 warpgroups), 48 KiB of
+// dynamic shared memory. Warpgroups 0 and 1 run wgmma_tput_bf16's loop (`iters` iterations of
+// 4 wgmma.m64n256k16) when `mode` has bit 0; warpgroup 2 runs `ex2_iters` iterations of 16
+// independent ex2.approx.ftz.f32 per thread (x = 2^-x, which stays in [0.5, 1]: one MUFU.EX2
+// with a negated operand each) when `mode` has bit 1. Each role times its own loop from the
+// same __syncthreads: cycles[3 * blockIdx.x + 0] = warpgroup 0's wgmma loop,
+// cycles[3 * blockIdx.x + 1] = warpgroup 2's ex2 loop, cycles[3 * blockIdx.x + 2] = the whole
+// (both loops and the closing __syncthreads). mode 1: wgmma alone, 2: ex2 alone, 3: both.
+// out[thread] = a sum of the thread's registers (keeps the loops live).
+extern "C" __global__ void __launch_bounds__(384, 1)
+    wgmma_mufu_overlap(float* out, unsigned iters, unsigned ex2_iters, unsigned mode, unsigned long long* cycles) {
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned base = (smem_u32(smem_raw) + 1023) & ~1023u;
+    unsigned char* gbase = smem_raw + (base - smem_u32(smem_raw));
+    bf16_t* tile = reinterpret_cast<bf16_t*>(gbase);
+    for (unsigned i = threadIdx.x; i < (A_BYTES + B_BYTES) / 2; i += blockDim.x) {
+        float f = (float)(mix32(i * 2654435761u + blockIdx.x) >> 8) * (1.0f / 8388608.0f) - 1.0f;
+        unsigned short v;
+        asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(v) : "f"(f));
+        tile[i] = v;
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    const unsigned wg = threadIdx.x / 128;
+    float s = 0.f;
+    __syncthreads();
+    const unsigned long long c0 = clock64();
+    if (wg < 2) {
+        if (mode & 1) {
+            float d[128];
+#pragma unroll
+            for (int i = 0; i < 128; ++i) d[i] = 0.f;
+            const unsigned long long da = make_desc_sw128(base);
+            const unsigned long long db = make_desc_sw128(base + A_BYTES);
+#pragma unroll 1
+            for (unsigned it = 0; it < iters; ++it) {
+#pragma unroll
+                for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) wgmma_m64n256k16(d, da + 2 * kk, db + 2 * kk);
+                wgmma_commit();
+                wgmma_wait1();
+            }
+            wgmma_wait0();
+#pragma unroll
+            for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+#pragma unroll
+            for (int i = 0; i < 128; ++i) s += d[i];
+            if (threadIdx.x == 0) cycles[3 * blockIdx.x] = clock64() - c0;
+        }
+    } else if (mode & 2) {
+        float x[16];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) x[i] = 0.5f + (float)((threadIdx.x * 16 + i) & 255) * (1.0f / 512.0f);
+#pragma unroll 1
+        for (unsigned it = 0; it < ex2_iters; ++it) {
+#pragma unroll
+            for (int i = 0; i < 16; ++i) asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(x[i]) : "f"(-x[i]));
+        }
+#pragma unroll
+        for (int i = 0; i < 16; ++i) s += x[i];
+        if (threadIdx.x == 256) cycles[3 * blockIdx.x + 1] = clock64() - c0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) cycles[3 * blockIdx.x + 2] = clock64() - c0;
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}

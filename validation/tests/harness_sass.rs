@@ -2,7 +2,8 @@
 //! holds the instructions each is meant to exercise: the pointer chase a chain of dependent
 //! `LDG.E.64` (plain, and `.STRONG.GPU` for `ld.global.cg`) between two clock reads, STREAM
 //! `LDG.E.128`/`STG.E.128`, the L2 read `LDG.E.128.STRONG.GPU`, shared memory `STS` then `LDS`,
-//! `HMMA.16816`/`HMMA.1688`/`IMMA.16832` per type, `HGMMA.64x256x16` on sm_90a, the e4m3 fill's
+//! `HMMA.16816`/`HMMA.1688`/`IMMA.16832` per type, `HGMMA.64x256x16` on sm_90a (alone, and beside
+//! 16 independent `MUFU.EX2` in the overlap kernel), the e4m3 fill's
 //! `F2FP.SATFINITE.E4M3.F32` on sm_90.
 //!
 //! Compiled on the CPU like the CUDA twins (workloads/tests/cuda_twins.rs): `scripts/sass.py`
@@ -241,6 +242,23 @@ fn wgmma_kernel_issues_hgmma_on_sm90a() {
     assert_eq!(count(timed, "HGMMA.64x256x16.F32.BF16"), 4, "{timed:?}");
     assert!(count(timed, "WARPGROUP.ARRIVE") >= 1, "no wgmma.fence (WARPGROUP.ARRIVE)");
     assert!(timed.iter().any(|i| i.op.starts_with("WARPGROUP.DEPBAR")), "no wgmma.wait_group");
+}
+
+#[test]
+fn overlap_kernel_runs_a_wgmma_chain_beside_independent_mufu_ex2() {
+    let fs = functions(&sass(&kernels::WGMMA, "sm_90a"));
+    let f = function(&fs, "wgmma_mufu_overlap", "wgmma_mufu_overlap");
+    // The wgmma warpgroups' loop: wgmma_tput_bf16's four HGMMAs.
+    assert_eq!(count(f, "HGMMA.64x256x16.F32.BF16"), 4, "{f:?}");
+    // The ex2 warpgroup's loop: 16 MUFU.EX2 in a row, each on its own register (16 independent
+    // chains, so the loop is bound by MUFU throughput, not its latency), nothing else between.
+    let ex2: Vec<usize> = f.iter().enumerate().filter(|(_, i)| i.op == "MUFU.EX2").map(|(k, _)| k).collect();
+    assert_eq!(ex2.len(), 16, "{f:?}");
+    let regs: std::collections::BTreeSet<&str> = ex2.iter().map(|&k| f[k].operands[0].as_str()).collect();
+    assert_eq!(regs.len(), 16, "MUFU.EX2 destinations {regs:?}");
+    let (a, b) = (ex2[0], ex2[15]);
+    let between = f[a..=b].iter().filter(|i| i.op != "MUFU.EX2").count();
+    assert!(between <= 1, "{between} other instructions among the MUFU.EX2s: {:?}", &f[a..=b]);
 }
 
 #[test]

@@ -64,7 +64,8 @@ pub const MMA: Source = source!(
         "mma_lat_s8"
     ]
 );
-pub const WGMMA: Source = source!("validation/cuda", "wgmma.cu", (9, 0), true, ["wgmma_tput_bf16"]);
+pub const WGMMA: Source =
+    source!("validation/cuda", "wgmma.cu", (9, 0), true, ["wgmma_tput_bf16", "wgmma_mufu_overlap"]);
 pub const TWIN_AMPERE: Source = source!("workloads/cuda", "gemm_mma_sm80.cu", (8, 0), false, ["gemm_mma_sm80"]);
 pub const TWIN_HOPPER: Source = source!("workloads/cuda", "gemm_wgmma_sm90a.cu", (9, 0), true, ["gemm_wgmma_sm90a"]);
 

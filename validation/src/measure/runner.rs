@@ -146,7 +146,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Outcome, Me
             "l2" => l2::run(&mut r),
             "smem" => smem::run(&mut r),
             "mma" => mma::run(&mut r),
-            "wgmma" => wgmma::run(&mut r),
+            "wgmma" => wgmma::run(&mut r).and_then(|()| wgmma::run_overlap(&mut r)),
             "gemm" => check_cublas().and_then(|()| gemm::run(&mut r)),
             // Checks the device, then libcublasLt, itself: an older device is skipped either way.
             "gemm-fp8" => gemm_fp8::run(&mut r),

@@ -29,10 +29,16 @@
 //!   tile's Q; the consumers arrive there when they no longer read Q.
 //! - **Schedulers**: non-causal runs `StaticPersistentTileScheduler` (grid = the CTAs that fit at
 //!   once; CTA x runs tiles x, x+G, ..., m-block fastest, then head, then batch). Causal runs
-//!   FA3's `DynamicPersistentTileScheduler` (atomic tile counter, longest m-blocks first): here
-//!   one CTA per tile in that order, the hardware's CTA dispatcher playing the tile counter (the
-//!   per-tile prologue that a persistent CTA overlaps with the previous tile is paid in full —
-//!   a stated approximation). A CTA's KV trip count is a per-CTA parameter (a table by m-block).
+//!   FA3's `DynamicPersistentTileScheduler` (atomic tile counter, head-major, longest m-blocks
+//!   first), built as [`causal_persistent`] describes: persistent CTAs that each walk one
+//!   m-block over a list of heads, sized for equal work, then single-tile CTAs for the last
+//!   tenth, which the hardware's CTA dispatcher balances as the tile counter would. Where that
+//!   cannot balance (more than half as many m-blocks as SMs: long sequences) it is one CTA per
+//!   tile in the counter's order, the per-tile prologue paid in full (a small share there).
+//!   A CTA's KV trip count is a per-CTA parameter (a table).
+//! - **Masking**: the first `n_masking_steps` KV blocks of a tile (⌈kBlockM/kBlockN⌉ on the
+//!   causal diagonal, +1 for ragged lengths, as FA2) get a column limit per 8 columns and an
+//!   `ISETP` + `FSEL` per element; the rest are not masked.
 //!
 //! # Simulator conventions (approximations)
 //! - Tensors are addressed head-blocked (a Q tile, a K or V block one contiguous run, as the
@@ -40,8 +46,8 @@
 //!   KV head's base plus `j·kBlockN·d·e`. Under the static persistent scheduler a tile's head is
 //!   `t / m_blocks`, not affine in the tile loop: K/V addresses advance by `head_bytes/m_blocks`
 //!   per tile instead, so concurrent CTAs of one head read (nearly) the same bytes, as they do.
-//! - Address arithmetic, descriptor building (`R2UR`, `UMOV`), the causal mask's `ISETP`/`FSEL`
-//!   beyond the first block and predication are not emitted; loop control is.
+//! - Address arithmetic, descriptor building (`R2UR`, `UMOV`) and predication are not emitted;
+//!   loop control is.
 //! - The O tile reuses Q's shared memory when both do not fit (timing only; contents are not
 //!   modelled).
 //! - Paged KV (non-TMA `PagedKVManager`), varlen and split-KV are not built by this recipe: the
@@ -112,6 +118,13 @@ pub struct Plan {
     pub tiles: u64,
     /// CTAs of the persistent grid (non-causal).
     pub grid: u64,
+    /// CTAs resident at once (SMs × CTAs per SM).
+    pub slots: u64,
+    /// KV blocks masked element by element, the first ones a tile processes (`n_masking_steps`,
+    /// as FA2 counts them): ⌈kBlockM/kBlockN⌉ on the causal diagonal, one more where the
+    /// lengths are not whole tiles. Every tile masks as many, at most the fewest blocks of any
+    /// tile (a peeled prefix of the same length in every CTA's program).
+    pub mask_steps: u64,
     pub group: u64,
     pub heads: u64,
     pub batch: u64,
@@ -218,6 +231,11 @@ pub fn plan(spec: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
         n_blocks,
         tiles,
         grid,
+        slots: arch.sm.count as u64 * per_sm,
+        mask_steps: {
+            let even = sq.is_multiple_of(bm) && sk.is_multiple_of(bn);
+            if spec.causal { bm.div_ceil(bn) + u64::from(!even) } else { u64::from(!even) }
+        },
         group: spec.group(),
         heads: spec.heads,
         batch: spec.batch,
@@ -226,7 +244,7 @@ pub fn plan(spec: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
 }
 
 /// KV blocks of causal m-block `m` (`n_block_max` of FA3 with `n_block_min = 0`).
-fn causal_blocks(pl: &Plan, sq: u64, sk: u64, m: u64) -> u64 {
+pub fn causal_blocks(pl: &Plan, sq: u64, sk: u64, m: u64) -> u64 {
     ((m + 1) * pl.bm + sk - sq).min(sk).div_ceil(pl.bn).max(1)
 }
 
@@ -244,14 +262,22 @@ pub fn fwd(spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
         k_head: kv_head(pl.d),
         v_head: kv_head(pl.dv),
         t,
+        sched: None,
     };
     let mut ops = OpTable::new();
-    let (grid, count) = if pl.causal {
-        // One CTA per tile, longest first: CTA x is m-block m_blocks−1−x.
-        let n: Vec<i64> = (0..pl.m_blocks).map(|x| causal_blocks(&pl, sq, sk, pl.m_blocks - 1 - x) as i64).collect();
-        (Dim3::new(pl.m_blocks as u32, spec.heads as u32, spec.batch as u32), Count::Table(Arc::from(n)))
-    } else {
-        (Dim3::new(pl.grid as u32, 1, 1), Count::Fixed(pl.n_blocks))
+    let g = Geo { sched: if pl.causal { causal_persistent(&pl, sq, sk) } else { None }, ..g };
+    let (grid, count) = match &g.sched {
+        Some(chunks) => {
+            let n: Vec<i64> = chunks.iter().map(|ch| causal_blocks(&pl, sq, sk, ch.m) as i64).collect();
+            (Dim3::new(chunks.len() as u32, 1, 1), Count::Table(Arc::from(n)))
+        }
+        None if pl.causal => {
+            // One CTA per tile, longest first: CTA x is m-block m_blocks−1−x.
+            let n: Vec<i64> =
+                (0..pl.m_blocks).map(|x| causal_blocks(&pl, sq, sk, pl.m_blocks - 1 - x) as i64).collect();
+            (Dim3::new(pl.m_blocks as u32, spec.heads as u32, spec.batch as u32), Count::Table(Arc::from(n)))
+        }
+        None => (Dim3::new(pl.grid as u32, 1, 1), Count::Fixed(pl.n_blocks)),
     };
     let mut programs = vec![producer(&pl, &g, &mut ops, &count)?];
     programs.push(if pl.fp8 { transposer(&pl, &g, &mut ops, &count)? } else { idle(pl.prod_regs, &mut ops) });
@@ -288,6 +314,73 @@ struct Geo {
     k_head: u64,
     v_head: u64,
     t: Tensors,
+    /// The persistent causal grid's CTAs ([`causal_persistent`]), where it is built.
+    sched: Option<Vec<Chunk>>,
+}
+
+/// One causal CTA's tiles: m-block `m` of the (head, batch) indices `hb` (`h + heads·b`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub m: u64,
+    pub hb: Vec<u64>,
+}
+
+/// The persistent causal grid, FA3's `DynamicPersistentTileScheduler` (a CTA per SM takes tile
+/// after tile from an atomic counter, head-major, longest m-block first within a head, and
+/// overlaps each tile's Q/K(0) loads with the previous tile's epilogue), within what a program
+/// can say: a CTA's KV trip count is fixed per CTA (`Program::check`), so a CTA here walks one
+/// m-block over a list of heads (a tile parameter from a table).
+///
+/// - **Bulk**: each m-block gets CTAs in proportion to its work (KV blocks + 1 per tile for the
+///   first QKᵀ and the O store), at least one, `slots` in all; the CTAs of m-block m take heads
+///   k, k + G_m, k + 2·G_m, ..., as many as fit 9/10 of a slot's mean work. Every m-block then
+///   advances through the heads at about the same rate, so about 2·slots/m_blocks heads are in
+///   flight (FA3's order keeps slots/m_blocks): the K/V working set stays what the real kernel's
+///   is, which matters (a grid whose in-flight K/V outgrew the L2 ran 10–20% slower).
+/// - **Tail**: the tiles left over (the last heads of every m-block, at least a tenth of the
+///   work) are single-tile CTAs, longest first, which the hardware's CTA dispatcher hands to
+///   whichever SM is free, as the tile counter hands the last tiles out.
+///
+/// `None` where this does not apply: a grid of at most one tile per slot, more than half as many
+/// m-blocks as slots (long sequences: a CTA per m-block could not balance; the one-CTA-per-tile
+/// grid is used, where a tile's prologue is a small share of its work), or more than 65,536
+/// tiles (the tables would dominate the trace).
+pub fn causal_persistent(pl: &Plan, sq: u64, sk: u64) -> Option<Vec<Chunk>> {
+    let hbs = pl.heads * pl.batch;
+    if pl.tiles <= pl.slots || 2 * pl.m_blocks > pl.slots || pl.tiles > 65536 {
+        return None;
+    }
+    let cost = |m: u64| causal_blocks(pl, sq, sk, m) + 1;
+    let per_head: u64 = (0..pl.m_blocks).map(cost).sum();
+    let mut gm: Vec<u64> = (0..pl.m_blocks).map(|m| (cost(m) * pl.slots / per_head).clamp(1, hbs)).collect();
+    // The remaining slots go, one at a time, to the m-block with the most work per CTA.
+    while gm.iter().sum::<u64>() < pl.slots {
+        let Some(m) = (0..pl.m_blocks as usize).filter(|&m| gm[m] < hbs).max_by_key(|&m| {
+            // Work per CTA, cost·heads/G in millionths (ties: the longer m-block).
+            (cost(m as u64) * hbs * 1_000_000 / gm[m], m)
+        }) else {
+            break;
+        };
+        gm[m] += 1;
+    }
+    if gm.iter().sum::<u64>() > pl.slots {
+        return None;
+    }
+    let bulk = hbs * per_head * 9 / (10 * pl.slots);
+    let mut chunks = Vec::new();
+    let mut tail = Vec::new();
+    for m in (0..pl.m_blocks).rev() {
+        let g = gm[m as usize];
+        let n = (hbs / g).min(bulk / cost(m));
+        if n > 0 {
+            chunks.extend((0..g).map(|k| Chunk { m, hb: (0..n).map(|i| k + g * i).collect() }));
+        }
+        tail.extend((g * n..hbs).map(|hb| Chunk { m, hb: vec![hb] }));
+    }
+    // Longest first; within a length, head-major as the tile counter goes.
+    tail.sort_by_key(|ch| (std::cmp::Reverse(cost(ch.m)), ch.hb[0]));
+    chunks.extend(tail);
+    Some(chunks)
 }
 
 /// Blocks a CTA's loop visits: the same for all, a table by `cta.x` (causal), or a per-CTA
@@ -311,6 +404,25 @@ struct TileAt {
 /// returns where the tile is and whether a loop was opened.
 fn tile_loop(c: &mut Code, pl: &Plan, g: &Geo) -> Result<(TileAt, bool), WorkloadError> {
     let per_group = |head: u64| (head / pl.group).next_multiple_of(128);
+    if let Some(chunks) = &g.sched {
+        // CTA x walks chunk x: m-block m over heads hb[0..n] (a tile parameter). Tile m +
+        // m_blocks·hb; the KV head of hb = h + heads·b is b·kv_heads + h/group, taken as
+        // hb·head_bytes/group.
+        let tab = |c: &mut Code, v: Vec<i64>| {
+            let t = c.table(v.into());
+            c.param(CtaParam { table: Some(t), ..CtaParam::constant(0).with(Var::CtaX, 1) })
+        };
+        let n = tab(c, chunks.iter().map(|ch| ch.hb.len() as i64).collect());
+        let off =
+            tab(c, chunks.iter().scan(0, |at, ch| Some(std::mem::replace(at, *at + ch.hb.len() as i64))).collect());
+        let m = tab(c, chunks.iter().map(|ch| ch.m as i64).collect());
+        let i = c.begin_param(n);
+        let heads = c.table(chunks.iter().flat_map(|ch| ch.hb.iter().map(|&h| h as i64)).collect());
+        let hb = c.param(CtaParam { table: Some(heads), ..CtaParam::constant(0).with(off, 1).with(i, 1) });
+        let q = Affine::konst(0).with(m, 1).with(hb, pl.m_blocks);
+        let kv = |head: u64| Affine::konst(0).with(hb, per_group(head));
+        return Ok((TileAt { q, k: kv(g.k_head), v: kv(g.v_head) }, true));
+    }
     if pl.causal {
         // CTA (x, h, b) holds m-block m = m_blocks−1−x: tile m + m_blocks·(h + heads·b). Its KV
         // head is b·kv_heads + h/group, taken as h·head_bytes/group under GQA.
@@ -344,17 +456,39 @@ pub(super) fn kv_steps(
     step: &mut dyn FnMut(&mut Code, &Affine, u64),
     last: &mut dyn FnMut(&mut Code, &Affine, u64),
 ) -> Result<(), WorkloadError> {
+    kv_steps_masked(c, count, 0, &mut |c, j, st, _| step(c, j, st), last)
+}
+
+/// [`kv_steps`] with the first `peel` steps (j = 1..=peel) emitted one by one and told they are
+/// masked (`step(j, stage, true)`): the causal diagonal's blocks after the prologue's. Every
+/// CTA's count must be at least `peel + 1`.
+pub(super) fn kv_steps_masked(
+    c: &mut Code,
+    count: &Count,
+    peel: u64,
+    step: &mut dyn FnMut(&mut Code, &Affine, u64, bool),
+    last: &mut dyn FnMut(&mut Code, &Affine, u64),
+) -> Result<(), WorkloadError> {
+    for j in 1..=peel {
+        step(c, &Affine::konst(j), j % 2, true);
+    }
+    // The unpeeled steps j = s..n−1; their stages s % 2, (s + 1) % 2, ... alternate.
+    let s = peel + 1;
+    let (s0, s1) = (s % 2, (s + 1) % 2);
     match count {
         Count::Fixed(n) => {
-            let pairs = (n - 1) / 2;
+            if *n < s {
+                return Err(err(format!("{n} KV blocks, fewer than the {s} the masked steps need")));
+            }
+            let pairs = (n - s) / 2;
             if pairs > 0 {
                 let v = c.begin(pairs as u32);
-                step(c, &Affine::konst(1).with(v, 2), 1);
-                step(c, &Affine::konst(2).with(v, 2), 0);
+                step(c, &Affine::konst(s).with(v, 2), s0, false);
+                step(c, &Affine::konst(s + 1).with(v, 2), s1, false);
                 c.end();
             }
-            if (n - 1) % 2 == 1 {
-                step(c, &Affine::konst(n - 1), 1);
+            if (n - s) % 2 == 1 {
+                step(c, &Affine::konst(n - 1), (n - 1) % 2, false);
             }
             last(c, &Affine::konst(n - 1), (n - 1) % 2);
         }
@@ -362,26 +496,29 @@ pub(super) fn kv_steps(
             let n = match count {
                 Count::Param(n) => *n,
                 Count::Table(t) => {
+                    if t.iter().any(|&n| (n as u64) < s) {
+                        return Err(err(format!("a CTA has fewer than the {s} KV blocks the masked steps need")));
+                    }
                     let tab = c.table(t.clone());
                     c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaX, 1) })
                 }
                 Count::Fixed(_) => unreachable!("matched above"),
             };
-            let pairs = c.param(CtaParam { offset: -1, div: 2, lo: 0, ..CtaParam::default() }.with(n, 1));
-            let odd = c.param(CtaParam::constant(-1).with(n, 1).with(pairs, -2));
+            let pairs = c.param(CtaParam { offset: -(s as i64), div: 2, lo: 0, ..CtaParam::default() }.with(n, 1));
+            let odd = c.param(CtaParam::constant(-(s as i64)).with(n, 1).with(pairs, -2));
             let even = c.param(CtaParam::constant(1).with(odd, -1));
             let v = c.begin_param(pairs);
-            step(c, &Affine::konst(1).with(v, 2), 1);
-            step(c, &Affine::konst(2).with(v, 2), 0);
+            step(c, &Affine::konst(s).with(v, 2), s0, false);
+            step(c, &Affine::konst(s + 1).with(v, 2), s1, false);
             c.end();
-            // j = n−1 is odd when `odd` is 1: then the last block is in stage 1, else stage 0.
+            // j = n−1 is s + 2·pairs when `odd` is 1 (stage s0), else s + 2·pairs − 1 (stage s1).
             let j_last = Affine::konst(u64::MAX).with(n, 1);
             c.begin_param(odd);
-            step(c, &Affine::konst(1).with(pairs, 2), 1);
-            last(c, &j_last, 1);
+            step(c, &Affine::konst(s).with(pairs, 2), s0, false);
+            last(c, &j_last, s0);
             c.end();
             c.begin_param(even);
-            last(c, &j_last, 0);
+            last(c, &j_last, s1);
             c.end();
         }
     }
@@ -398,6 +535,8 @@ const MAX: u8 = 8;
 const SUM: u8 = 12;
 const SCALE: u8 = 16;
 const S_ACC: u8 = 20;
+/// Column limits of a masked block (reuses the rescale registers' neighbours, free then).
+const MASK_TMP: u8 = 5;
 
 /// mbarrier addresses: Q full, K full/empty and V full/empty per stage, Vt full (fp8).
 fn mbar(pl: &Plan, which: Bar, stage: u64) -> Addr {
@@ -549,9 +688,15 @@ fn regs(pl: &Plan) -> Regs {
 fn softmax(c: &mut Code, rg: &Regs, rescale: bool, mask: bool) {
     let s = |i: u8| r(rg.s + i);
     if mask {
-        // The block on the diagonal (or past the sequence end) is masked element by element.
+        // A block on the diagonal (or past the sequence end) is masked element by element, as
+        // FA2's `apply_mask` compiles: a column limit per 8 columns, then a compare and a select
+        // per element.
+        for j in 0..rg.el / 4 {
+            c.op("IADD3", &[r(MASK_TMP + j % 3)], &[r(TID)]);
+        }
         for i in 0..rg.el {
-            c.op("FSEL", &[s(i)], &[s(i)]);
+            c.op("ISETP.GE.AND", &[pred(2)], &[r(MASK_TMP + (i / 4) % 3)]);
+            c.op("FSEL", &[s(i)], &[s(i), pred(2)]);
         }
     }
     // Row max: each thread holds 2 rows; 2 partial maxima per row, then the quad's 4 threads.
@@ -693,12 +838,20 @@ fn consumer(pl: &Plan, g: &Geo, ops: &mut OpTable, count: &Count, wg: u64) -> Re
     pp_arrive(&mut c);
     c.op_imm("WARPGROUP.DEPBAR.LE", &[], &[], 0);
     release(&mut c, Bar::KEmpty, 0);
-    softmax(&mut c, &rg, false, true);
+    softmax(&mut c, &rg, false, pl.mask_steps >= 1);
     store_p(&mut c);
-    kv_steps(
+    // The diagonal's further masked blocks are the first steps (every tile has at least them).
+    let fewest = match count {
+        Count::Fixed(n) => *n,
+        Count::Table(t) => t.iter().copied().min().unwrap_or(1).max(1) as u64,
+        Count::Param(_) => 1,
+    };
+    let peel = pl.mask_steps.min(fewest).saturating_sub(1);
+    kv_steps_masked(
         &mut c,
         count,
-        &mut |c, _j, st| {
+        peel,
+        &mut |c, _j, st, masked| {
             wait(c, mbar(pl, Bar::KFull, st));
             pp_sync(c);
             gemm_qk(c);
@@ -706,7 +859,7 @@ fn consumer(pl: &Plan, g: &Geo, ops: &mut OpTable, count: &Count, wg: u64) -> Re
             pp_arrive(c);
             c.op_imm("WARPGROUP.DEPBAR.LE", &[], &[], 1);
             release(c, Bar::KEmpty, st);
-            softmax(c, &rg, true, false);
+            softmax(c, &rg, true, masked);
             c.op_imm("WARPGROUP.DEPBAR.LE", &[], &[], 0);
             release(c, Bar::VEmpty, 1 - st);
             for i in 0..rg.ov {
