@@ -83,6 +83,25 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long 
         : "memory");
 }
 
+// The timed loop of both kernels: `iters` iterations of 4 wgmma.m64n256k16 (k 0, 16, 32, 48
+// of the tiles at `da`, `db`) into `d`, one batch left in flight as CUTLASS's mainloop does.
+__device__ __forceinline__ void wgmma_loop(float (&d)[128], unsigned long long da, unsigned long long db,
+                                           unsigned iters) {
+#pragma unroll 1
+    for (unsigned it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) wgmma_m64n256k16(d, da + 2 * kk, db + 2 * kk);
+        wgmma_commit();
+        wgmma_wait1();
+    }
+    wgmma_wait0();
+#pragma unroll
+    for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+}
+
 #define A_BYTES (64 * 64 * 2)
 #define B_BYTES (256 * 64 * 2)
 
@@ -111,19 +130,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 
     __syncthreads();
     const unsigned long long c0 = clock64();
-#pragma unroll 1
-    for (unsigned it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int i = 0; i < 128; ++i) fence_operand(d[i]);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) wgmma_m64n256k16(d, da + 2 * kk, db + 2 * kk);
-        wgmma_commit();
-        wgmma_wait1();  // keep one batch in flight, as CUTLASS's mainloop does
-    }
-    wgmma_wait0();
-#pragma unroll
-    for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+    wgmma_loop(d, da, db, iters);
     __syncthreads();
     const unsigned long long c1 = clock64();
     if (threadIdx.x == 0) cycles[blockIdx.x] = c1 - c0;
@@ -169,19 +176,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             for (int i = 0; i < 128; ++i) d[i] = 0.f;
             const unsigned long long da = make_desc_sw128(base);
             const unsigned long long db = make_desc_sw128(base + A_BYTES);
-#pragma unroll 1
-            for (unsigned it = 0; it < iters; ++it) {
-#pragma unroll
-                for (int i = 0; i < 128; ++i) fence_operand(d[i]);
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < 4; ++kk) wgmma_m64n256k16(d, da + 2 * kk, db + 2 * kk);
-                wgmma_commit();
-                wgmma_wait1();
-            }
-            wgmma_wait0();
-#pragma unroll
-            for (int i = 0; i < 128; ++i) fence_operand(d[i]);
+            wgmma_loop(d, da, db, iters);
 #pragma unroll
             for (int i = 0; i < 128; ++i) s += d[i];
             if (threadIdx.x == 0) cycles[3 * blockIdx.x] = clock64() - c0;

@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use gpusim_configs::{Arch, load_preset};
 use gpusim_isa::{Cursor, KernelTrace};
-use gpusim_workloads::attention::fa3::{causal_blocks, causal_persistent, plan};
+use gpusim_workloads::attention::fa3::plan;
+use gpusim_workloads::attention::fa3_schedule::{Chunk, causal_blocks, causal_persistent};
 use gpusim_workloads::attention::{AttnSpec, Recipe};
 use gpusim_workloads::gemm::Dtype;
 
@@ -88,9 +89,7 @@ fn the_persistent_causal_schedule_runs_every_tile_once() {
         let n = |m| causal_blocks(&pl, s.seqlen, s.seqlen_kv(), m);
         assert!(tail.windows(2).all(|w| n(w[0].m) >= n(w[1].m)), "{s}: the tail is not longest first");
         // The tail is at least the tenth of the work the bulk leaves, and not the bulk of it.
-        let work = |chs: &[gpusim_workloads::attention::fa3::Chunk]| -> u64 {
-            chs.iter().map(|ch| ch.hb.len() as u64 * (n(ch.m) + 1)).sum()
-        };
+        let work = |chs: &[Chunk]| -> u64 { chs.iter().map(|ch| ch.hb.len() as u64 * (n(ch.m) + 1)).sum() };
         let (w_bulk, w_tail) = (work(&chunks[..bulk]), work(tail));
         assert!(
             w_tail * 20 >= w_bulk + w_tail && w_tail * 2 < w_bulk + w_tail,

@@ -58,6 +58,8 @@ use std::sync::Arc;
 use gpusim_configs::Arch;
 use gpusim_isa::{BarrierOperand, CtaParam, Dim3, KernelInfo, OpTable, Program, Trace, Var};
 
+use super::fa3_schedule::{Chunk, causal_blocks, causal_persistent};
+pub(super) use super::fa3_steps::{Count, kv_steps, kv_steps_masked};
 use super::{AttnSpec, Tensors};
 use crate::asm::{Addr, Affine, Code, assemble, p as pred, r, rr, urr};
 use crate::gemm::Dtype;
@@ -243,11 +245,6 @@ pub fn plan(spec: &AttnSpec, arch: &Arch) -> Result<Plan, WorkloadError> {
     })
 }
 
-/// KV blocks of causal m-block `m` (`n_block_max` of FA3 with `n_block_min = 0`).
-pub fn causal_blocks(pl: &Plan, sq: u64, sk: u64, m: u64) -> u64 {
-    ((m + 1) * pl.bm + sk - sq).min(sk).div_ceil(pl.bn).max(1)
-}
-
 /// The forward kernel of `spec` on `arch` (one kernel).
 pub fn fwd(spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
     let pl = plan(spec, arch)?;
@@ -262,10 +259,9 @@ pub fn fwd(spec: &AttnSpec, arch: &Arch) -> Result<Trace, WorkloadError> {
         k_head: kv_head(pl.d),
         v_head: kv_head(pl.dv),
         t,
-        sched: None,
+        sched: if pl.causal { causal_persistent(&pl, sq, sk) } else { None },
     };
     let mut ops = OpTable::new();
-    let g = Geo { sched: if pl.causal { causal_persistent(&pl, sq, sk) } else { None }, ..g };
     let (grid, count) = match &g.sched {
         Some(chunks) => {
             let n: Vec<i64> = chunks.iter().map(|ch| causal_blocks(&pl, sq, sk, ch.m) as i64).collect();
@@ -316,79 +312,6 @@ struct Geo {
     t: Tensors,
     /// The persistent causal grid's CTAs ([`causal_persistent`]), where it is built.
     sched: Option<Vec<Chunk>>,
-}
-
-/// One causal CTA's tiles: m-block `m` of the (head, batch) indices `hb` (`h + heads·b`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Chunk {
-    pub m: u64,
-    pub hb: Vec<u64>,
-}
-
-/// The persistent causal grid, FA3's `DynamicPersistentTileScheduler` (a CTA per SM takes tile
-/// after tile from an atomic counter, head-major, longest m-block first within a head, and
-/// overlaps each tile's Q/K(0) loads with the previous tile's epilogue), within what a program
-/// can say: a CTA's KV trip count is fixed per CTA (`Program::check`), so a CTA here walks one
-/// m-block over a list of heads (a tile parameter from a table).
-///
-/// - **Bulk**: each m-block gets CTAs in proportion to its work (KV blocks + 1 per tile for the
-///   first QKᵀ and the O store), at least one, `slots` in all; the CTAs of m-block m take heads
-///   k, k + G_m, k + 2·G_m, ..., as many as fit 9/10 of a slot's mean work. Every m-block then
-///   advances through the heads at about the same rate, so about 2·slots/m_blocks heads are in
-///   flight (FA3's order keeps slots/m_blocks): the K/V working set stays what the real kernel's
-///   is, which matters (a grid whose in-flight K/V outgrew the L2 ran 10–20% slower).
-/// - **Tail**: the tiles left over (the last heads of every m-block, at least a tenth of the
-///   work) are single-tile CTAs, longest first, which the hardware's CTA dispatcher hands to
-///   whichever SM is free, as the tile counter hands the last tiles out.
-///
-/// `None` where this does not apply: a grid of at most one tile per slot, more than half as many
-/// m-blocks as slots (long sequences: a CTA per m-block could not balance; the one-CTA-per-tile
-/// grid is used, where a tile's prologue is a small share of its work), or more than 65,536
-/// tiles (the tables would dominate the trace).
-pub fn causal_persistent(pl: &Plan, sq: u64, sk: u64) -> Option<Vec<Chunk>> {
-    let hbs = pl.heads * pl.batch;
-    if pl.tiles <= pl.slots || 2 * pl.m_blocks > pl.slots || pl.tiles > 65536 {
-        return None;
-    }
-    let cost = |m: u64| causal_blocks(pl, sq, sk, m) + 1;
-    let per_head: u64 = (0..pl.m_blocks).map(cost).sum();
-    let mut gm: Vec<u64> = (0..pl.m_blocks).map(|m| (cost(m) * pl.slots / per_head).clamp(1, hbs)).collect();
-    // The remaining slots go, one at a time, to the m-block with the most work per CTA.
-    while gm.iter().sum::<u64>() < pl.slots {
-        let Some(m) = (0..pl.m_blocks as usize).filter(|&m| gm[m] < hbs).max_by_key(|&m| {
-            // Work per CTA, cost·heads/G in millionths (ties: the longer m-block).
-            (cost(m as u64) * hbs * 1_000_000 / gm[m], m)
-        }) else {
-            break;
-        };
-        gm[m] += 1;
-    }
-    if gm.iter().sum::<u64>() > pl.slots {
-        return None;
-    }
-    let bulk = hbs * per_head * 9 / (10 * pl.slots);
-    let mut chunks = Vec::new();
-    let mut tail = Vec::new();
-    for m in (0..pl.m_blocks).rev() {
-        let g = gm[m as usize];
-        let n = (hbs / g).min(bulk / cost(m));
-        if n > 0 {
-            chunks.extend((0..g).map(|k| Chunk { m, hb: (0..n).map(|i| k + g * i).collect() }));
-        }
-        tail.extend((g * n..hbs).map(|hb| Chunk { m, hb: vec![hb] }));
-    }
-    // Longest first; within a length, head-major as the tile counter goes.
-    tail.sort_by_key(|ch| (std::cmp::Reverse(cost(ch.m)), ch.hb[0]));
-    chunks.extend(tail);
-    Some(chunks)
-}
-
-/// Blocks a CTA's loop visits: the same for all, a table by `cta.x` (causal), or a per-CTA
-/// parameter the program already has (at least 1 for every CTA).
-pub(super) enum Count {
-    Fixed(u64),
-    Table(Arc<[i64]>),
-    Param(Var),
 }
 
 /// Where a CTA's current tile is: its index for Q/O, and the byte offsets of its KV head.
@@ -445,84 +368,6 @@ fn tile_loop(c: &mut Code, pl: &Plan, g: &Geo) -> Result<(TileAt, bool), Workloa
     let per = |head: u64| (head / (pl.m_blocks * pl.group)).next_multiple_of(128);
     let kv = |head: u64| Affine::konst(0).with(Var::CtaX, per(head)).with(i, pl.grid * per(head));
     Ok((TileAt { q, k: kv(g.k_head), v: kv(g.v_head) }, true))
-}
-
-/// Emits the KV steps of a tile: `step(j, stage of j)` for j in 1..n, then `last(n−1, its
-/// stage)`. Stages alternate (2-stage rings), so steps run in pairs; under a per-CTA count the
-/// odd step and the last block run in loops of 0 or 1 iterations of fixed parity.
-pub(super) fn kv_steps(
-    c: &mut Code,
-    count: &Count,
-    step: &mut dyn FnMut(&mut Code, &Affine, u64),
-    last: &mut dyn FnMut(&mut Code, &Affine, u64),
-) -> Result<(), WorkloadError> {
-    kv_steps_masked(c, count, 0, &mut |c, j, st, _| step(c, j, st), last)
-}
-
-/// [`kv_steps`] with the first `peel` steps (j = 1..=peel) emitted one by one and told they are
-/// masked (`step(j, stage, true)`): the causal diagonal's blocks after the prologue's. Every
-/// CTA's count must be at least `peel + 1`.
-pub(super) fn kv_steps_masked(
-    c: &mut Code,
-    count: &Count,
-    peel: u64,
-    step: &mut dyn FnMut(&mut Code, &Affine, u64, bool),
-    last: &mut dyn FnMut(&mut Code, &Affine, u64),
-) -> Result<(), WorkloadError> {
-    for j in 1..=peel {
-        step(c, &Affine::konst(j), j % 2, true);
-    }
-    // The unpeeled steps j = s..n−1; their stages s % 2, (s + 1) % 2, ... alternate.
-    let s = peel + 1;
-    let (s0, s1) = (s % 2, (s + 1) % 2);
-    match count {
-        Count::Fixed(n) => {
-            if *n < s {
-                return Err(err(format!("{n} KV blocks, fewer than the {s} the masked steps need")));
-            }
-            let pairs = (n - s) / 2;
-            if pairs > 0 {
-                let v = c.begin(pairs as u32);
-                step(c, &Affine::konst(s).with(v, 2), s0, false);
-                step(c, &Affine::konst(s + 1).with(v, 2), s1, false);
-                c.end();
-            }
-            if (n - s) % 2 == 1 {
-                step(c, &Affine::konst(n - 1), (n - 1) % 2, false);
-            }
-            last(c, &Affine::konst(n - 1), (n - 1) % 2);
-        }
-        Count::Table(_) | Count::Param(_) => {
-            let n = match count {
-                Count::Param(n) => *n,
-                Count::Table(t) => {
-                    if t.iter().any(|&n| (n as u64) < s) {
-                        return Err(err(format!("a CTA has fewer than the {s} KV blocks the masked steps need")));
-                    }
-                    let tab = c.table(t.clone());
-                    c.param(CtaParam { table: Some(tab), ..CtaParam::constant(0).with(Var::CtaX, 1) })
-                }
-                Count::Fixed(_) => unreachable!("matched above"),
-            };
-            let pairs = c.param(CtaParam { offset: -(s as i64), div: 2, lo: 0, ..CtaParam::default() }.with(n, 1));
-            let odd = c.param(CtaParam::constant(-(s as i64)).with(n, 1).with(pairs, -2));
-            let even = c.param(CtaParam::constant(1).with(odd, -1));
-            let v = c.begin_param(pairs);
-            step(c, &Affine::konst(s).with(v, 2), s0, false);
-            step(c, &Affine::konst(s + 1).with(v, 2), s1, false);
-            c.end();
-            // j = n−1 is s + 2·pairs when `odd` is 1 (stage s0), else s + 2·pairs − 1 (stage s1).
-            let j_last = Affine::konst(u64::MAX).with(n, 1);
-            c.begin_param(odd);
-            step(c, &Affine::konst(s).with(pairs, 2), s0, false);
-            last(c, &j_last, s0);
-            c.end();
-            c.begin_param(even);
-            last(c, &j_last, s1);
-            c.end();
-        }
-    }
-    Ok(())
 }
 
 /// Registers: thread id, mbarrier phase, transaction bytes, loop counter.

@@ -30,6 +30,8 @@ pub mod fa2;
 pub mod fa2_bwd;
 pub mod fa3;
 pub mod fa3_bwd;
+pub mod fa3_schedule;
+mod fa3_steps;
 pub mod mla;
 mod sm80;
 mod spec;
