@@ -134,12 +134,19 @@ impl SectorCache {
     }
 
     /// Asks the host to bring the set of `line` into its caches, for a lookup soon after (see
-    /// `crate::host`). No effect on the model.
+    /// `crate::host`): all of its tags and states, since a miss reads every tag and a fill
+    /// into a full set moves every way. No effect on the model.
     #[inline]
     pub fn prefetch(&self, line: u64) {
         let base = self.set_of(line);
-        crate::host::prefetch(self.tags[base..].as_ptr());
-        crate::host::prefetch(self.state[base..].as_ptr());
+        let set_tags = &self.tags[base..base + self.assoc];
+        for c in set_tags.chunks(8) {
+            crate::host::prefetch(c.as_ptr());
+        }
+        let set_state = &self.state[base..base + self.assoc];
+        for c in set_state.chunks(4) {
+            crate::host::prefetch(c.as_ptr());
+        }
     }
 
     /// Looks up a line once: its valid sectors and fill-ready cycle, refreshing its LRU

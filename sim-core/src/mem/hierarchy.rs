@@ -42,6 +42,9 @@ use crate::rate::FRAC;
 /// are reserved in call order).
 const MISS_PATH_BACKLOG: u64 = 32;
 
+/// How far ahead of a bulk copy's walk its lines' L2 sets are prefetched into the host's caches.
+const PREFETCH_LINES: u64 = 3;
+
 pub struct Hierarchy {
     l1: Vec<SectorCache>,
     /// Per SM: the shared-memory carveout its L1 is sized for.
@@ -172,11 +175,14 @@ impl Hierarchy {
         paths[sm].reserve(at * FRAC, bytes).div_ceil(FRAC)
     }
 
-    /// Brings the near partition's set of `line` into the host's caches (see
-    /// `SectorCache::prefetch`).
+    /// Brings every partition's set of `line` into the host's caches (see
+    /// `SectorCache::prefetch`): a miss in the near partition looks in the far ones and places
+    /// its victim there.
     #[inline]
-    fn prefetch_l2(&self, sm: usize, line: u64) {
-        self.parts[self.sm_side[sm] as usize].prefetch(line);
+    fn prefetch_l2(&self, line: u64) {
+        for p in &self.parts {
+            p.prefetch(line);
+        }
     }
 
     /// An L2 access for `mask` sectors of `line` from `sm`, leaving the SM at `at` (cycles).
@@ -347,7 +353,7 @@ impl MemorySystem for Hierarchy {
                 i += 1;
             }
             if i < secs.len() {
-                self.prefetch_l2(sm, secs[i] >> self.line_shift);
+                self.prefetch_l2(secs[i] >> self.line_shift);
             }
             let t = self.line_access(at, sm, line, mask, how, &mut out);
             out.done = out.done.max(t);
@@ -367,6 +373,13 @@ impl MemorySystem for Hierarchy {
         let how = Access::of(req.kind, MemSpace::Global, true);
         let sm = req.sm as usize;
         let spl_mask = (1u64 << (self.line_shift - self.sector_shift)) - 1;
+        // The copy's lines are known up front: ask for their L2 sets a few lines ahead of
+        // the walk (one line ahead hides too little of the host's memory latency).
+        let req_last = (req.first + (req.count.max(1) - 1) * req.step) >> self.line_shift;
+        let req_first = req.first >> self.line_shift;
+        for l in req_first..=req_last.min(req_first + PREFETCH_LINES - 1) {
+            self.prefetch_l2(l);
+        }
         let mut i = 0;
         while i < req.count {
             let m = (req.count - i).min(BULK_CHUNK as u64);
@@ -379,8 +392,8 @@ impl MemorySystem for Hierarchy {
                 let b = if line == last_line { hi } else { ((line + 1) << self.line_shift) - self.sector_bytes };
                 let (s0, s1) = ((a >> self.sector_shift) & spl_mask, (b >> self.sector_shift) & spl_mask);
                 let mask = ((1u64 << (s1 + 1)) - (1u64 << s0)) as u32;
-                if line < last_line {
-                    self.prefetch_l2(sm, line + 1);
+                if line + PREFETCH_LINES <= req_last {
+                    self.prefetch_l2(line + PREFETCH_LINES);
                 }
                 let t = self.line_access(at, sm, line, mask, how, &mut out);
                 out.done = out.done.max(t);

@@ -78,8 +78,18 @@ impl Calendar {
         let mut t = ready;
         let mut idx = self.busy.len();
         // Intervals are sorted and disjoint, so their ends are sorted too: skip those that end
-        // before `ready` by bisection, then walk forward to the first gap that fits.
-        let first = self.busy.partition_point(|&(_, e)| e <= t);
+        // before `ready`, then walk forward to the first gap that fits. Most requests are
+        // ready after all but the last few intervals (requests are handed over in issue order
+        // and reach the controller a little after it), so a few steps back from the end find
+        // them; bisection otherwise.
+        let n = self.busy.len();
+        let mut first = n;
+        while first > 0 && n - first < 8 && self.busy[first - 1].1 > t {
+            first -= 1;
+        }
+        if first > 0 && n - first == 8 {
+            first = self.busy.partition_point(|&(_, e)| e <= t);
+        }
         for i in first..self.busy.len() {
             let (s, e) = self.busy[i];
             if s >= t + len {
@@ -108,6 +118,34 @@ impl Calendar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calendar books what a plain scan of every interval would: the earliest gap at or
+    /// after `ready` long enough, on random requests near and far behind the latest booking.
+    #[test]
+    fn calendar_books_the_earliest_gap() {
+        let mut c = Calendar::default();
+        let mut booked: Vec<(u64, u64)> = Vec::new();
+        let mut next = crate::test_rng::xorshift(0x51a7_e11a_0bad_cafeu64);
+        let mut now = 0;
+        for step in 0..20_000 {
+            now += next(4);
+            c.prune(now);
+            booked.retain(|&(_, e)| e > now);
+            let far = next(4) == 0;
+            let ready = now + next(if far { 400 } else { 40 });
+            let len = 1 + next(12);
+            let mut t = ready;
+            booked.sort_unstable();
+            for &(s, e) in &booked {
+                if s >= t + len {
+                    break;
+                }
+                t = t.max(e);
+            }
+            assert_eq!(c.book(ready, len), t, "step {step}");
+            booked.push((t, t + len));
+        }
+    }
 
     #[test]
     fn calendar_fills_gaps() {
