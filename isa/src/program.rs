@@ -471,7 +471,7 @@ impl Program {
     /// first top-level loop with the loops perfectly nested in it (a loop whose body is exactly
     /// one loop), iterated as one flat loop. `None` without a top-level loop or when a level has
     /// no trips. A persistent kernel's tile loop is such a nest; a sampler skips a range of its
-    /// flat iterations ([`Cursor::skip_iterations`]) and counts what they would have issued
+    /// flat iterations ([`Cursor::skip_iterations`](crate::Cursor::skip_iterations)) and counts what they would have issued
     /// ([`Program::for_each_in_nest_body`]).
     pub fn loop_nest(&self, params: &[i64; MAX_PARAMS]) -> Option<LoopNest> {
         // Tile parameters change addresses and table entries from one iteration to the next,

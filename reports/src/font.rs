@@ -2,7 +2,7 @@
 //!
 //! plotters looks fonts up by family name; with the `ab_glyph` feature it knows only the fonts
 //! registered with [`plotters::style::register_font`], never the system's. Every text of this
-//! crate uses [`FAMILY`] in [`FontStyle::Normal`](plotters::style::FontStyle::Normal) (other
+//! crate uses [`FAMILY`] in [`FontStyle::Normal`] (other
 //! styles would fall back to it), which [`ensure_registered`] registers once per process.
 
 use std::sync::OnceLock;

@@ -31,7 +31,7 @@ pub struct Heatmap {
 }
 
 impl Heatmap {
-    /// An empty heatmap of [`draw`]'s default size.
+    /// An empty heatmap of the default size.
     pub fn new(title: impl Into<String>, x_label: impl Into<String>, y_label: impl Into<String>) -> Heatmap {
         Heatmap {
             title: title.into(),

@@ -13,7 +13,7 @@
 //!
 //! Reading order: [`engine`] (the loop; [`deps`] for when kernels may start, [`observer`] for
 //! watching a run), [`sm`] (one SM: `mod.rs`, then `issue.rs`),
-//! [`sm::scheduler`], [`timing`], [`occupancy`], [`mem`], [`stats`], [`report`].
+//! [`sm::scheduler`], [`timing`], [`occupancy`](mod@occupancy), [`mem`], [`stats`], [`report`].
 
 pub mod cta_groups;
 pub mod deps;

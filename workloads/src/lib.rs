@@ -25,11 +25,11 @@
 //!   affine (a pointer chase), bounded by a parameter.
 //! - **Checked parameters.** Each parameter struct has a `validate` and a [`params!`] table
 //!   (name, kind and unit, valid range, description). Generators return
-//!   `Result<_, WorkloadError>` and never panic on user input; the [`registry`] builds any of
+//!   `Result<_, WorkloadError>` and never panic on user input; the [`registry`](mod@registry) builds any of
 //!   them by name from `key=value` pairs.
 //!
 //! ## The foundation
-//! [`asm`] (the one assembler), [`params`] (parameter tables), [`registry`] (generators by name,
+//! [`asm`] (the one assembler), [`params`](mod@params) (parameter tables), [`registry`](mod@registry) (generators by name,
 //! materialised or lazy: [`registry::LazySource`]). See ARCHITECTURE.md for adding a recipe.
 
 pub mod asm;

@@ -15,7 +15,7 @@
 //! `l1.miss_bandwidth` (when set): it holds an SM streaming L2-resident data with ordinary
 //! loads to the ~36 B/clk that A100 and H100 measure, while async copies and stores use the
 //! port at its full rate. A load waits to issue (`lg_throttle`) while the miss path has more
-//! than [`MISS_PATH_BACKLOG`] cycles queued, so that no access is reserved far ahead of the
+//! than `MISS_PATH_BACKLOG` cycles queued, so that no access is reserved far ahead of the
 //! others.
 //!
 //! **L2**: `partitions` caches, each the near partition of the SMs of half the GPCs. A load

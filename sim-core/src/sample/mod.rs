@@ -68,7 +68,7 @@
 //!
 //! A grid of several waves whose CTAs are long loops (FlashAttention-2 at long sequences: ten
 //! waves of CTAs walking hundreds of key blocks) uses the iterations mode instead
-//! ([`iterations`]): every CTA skips the middle of its longest loop nest, and the skipped time
+//! (`iterations`): every CTA skips the middle of its longest loop nest, and the skipped time
 //! comes from replaying the grid's dispatch with each CTA lengthened by its skipped iterations
 //! at its own measured rate, corrected by a reference wave that runs longer heads (a
 //! memory-bound loop's first iterations can be slower than the rest); a grid of enough waves
@@ -77,7 +77,7 @@
 //! than the waves mode needs, or when it would simulate a smaller share of the grid in detail:
 //! `HEAD + TAIL` of each CTA's longest loop, over 64 CTAs spread over the grid running the
 //! first CTA's programs (a causal grid's CTAs walk from one key block to all of them; the
-//! longest at least [`iterations::MIN_TRIPS`] flat iterations), against the waves mode's
+//! longest at least `iterations::MIN_TRIPS` flat iterations), against the waves mode's
 //! minimum of waves out of the grid's; never for a kernel of clusters.
 //!
 //! A grid of one wave whose tiles are themselves long loops (FlashAttention-3's persistent
@@ -94,7 +94,7 @@
 //! reference: all CTAs start it together, cold (on the 8192³ GEMM its head ran 7% faster than
 //! its middle, later tiles' heads within 2-5% of theirs); and one tile alone would miss the
 //! drift along the tile loop (the same GEMM's middles run 5% slower by its tenth tile). It is
-//! chosen at the grid's first CTA when the looping warps can skip alike ([`inner_nests`]: the
+//! chosen at the grid's first CTA when the looping warps can skip alike (`inner_nests`: the
 //! same tiles, and inner loops of the same trips, or within an eighth of each other with the
 //! same barriers touched per iteration, as a GEMM's consumers that peel their first K block).
 //! Clusters are no obstacle: every CTA skips the same iterations, so a multicast load still
@@ -381,7 +381,7 @@ impl KernelSampler {
 
     /// Chooses between the loop and the inner mode at a one-wave grid's first CTA: inner when
     /// its looping warps can skip alike in a nest inside their main nest of at least
-    /// [`iterations::MIN_TRIPS`] flat iterations ([`shared_inner_trips`]), and the inner mode
+    /// `iterations::MIN_TRIPS` flat iterations ([`shared_inner_trips`]), and the inner mode
     /// keeps a smaller share in detail (its whole first tiles and `HEAD + TAIL` of every later
     /// one) than the loop mode keeps of the main nest (its ramp-up segment, three measured
     /// ones, the segments between its blocks, the iteration in flight and the tail).

@@ -97,7 +97,7 @@ pub struct Warps {
 
 impl Warps {
     /// Bytes of state per warp slot: what [`Warps::new`] allocates per slot (keep the two in
-    /// step). Used by [`crate::footprint`] to bound a chip's model state before building it.
+    /// step). Used by [`crate::footprint`](mod@crate::footprint) to bound a chip's model state before building it.
     pub const BYTES_PER_WARP: usize = size_of::<Phase>()
         + size_of::<u64>() // ready_at
         + size_of::<StallReason>()

@@ -2,8 +2,8 @@
 //! (`gpusim calibrate`).
 //!
 //! - **Cases**: those of the selected kinds whose hardware maps to the preset, planned as in
-//!   [`crate::correlate`] ([`plan_case`]); GEMM cases above `max_flops` and disputed cases
-//!   ([`memory_cases::DISPUTED`]) are skipped (listed).
+//!   [`crate::correlate`] ([`crate::correlate::plan_case`]); GEMM cases above `max_flops` and disputed cases
+//!   ([`crate::memory_cases::DISPUTED`]) are skipped (listed).
 //! - **Parameters**: dotted config keys ([`resolve_params`]). Datasheet-fixed ones (`sm.count`,
 //!   `clocks.*`, `tensor.flops_per_clk_per_sm.*`, `hbm.bandwidth`, sizes) are refused unless
 //!   allowed. Bounds: the schema's declared range ([`gpusim_configs::ParamInfo::min`], `max`) where it
@@ -13,10 +13,10 @@
 //!   [`gpusim_configs::Arch::with_overrides`] (cycles and integers rounded to whole numbers, durations to whole
 //!   picoseconds, other units to three decimals, as a config file would write them).
 //! - **Objective**: the trust-weighted mean |ln(sim/measured)|
-//!   ([`stats::weighted_abs_log_error`]); a failed simulation counts as |ln| = 5.
-//! - **Optimiser**: [`nelder_mead`] over the parameters normalised to [0, 1] within their bounds,
+//!   ([`crate::stats::weighted_abs_log_error`]); a failed simulation counts as |ln| = 5.
+//! - **Optimiser**: [`crate::optimize::nelder_mead`] over the parameters normalised to [0, 1] within their bounds,
 //!   from the preset's values, 40 iterations at most.
-//! - **Cross-validation**: stratified k-fold ([`fold_order`]): cases are ordered by stratum
+//! - **Cross-validation**: stratified k-fold (`folds::fold_order`): cases are ordered by stratum
 //!   (kind and level: L1 latency, DRAM bandwidth, ...) and within it by the hash of their id,
 //!   and the i-th case of that order goes to fold i mod k (k ≤ the number of cases). So the
 //!   cases of one stratum, which pin the same parameters, fall into different folds, and a fold

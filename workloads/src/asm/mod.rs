@@ -6,7 +6,7 @@
 //! - [`code`]: [`Code`], one warp program: interns mnemonics in the kernel's `OpTable`, fills
 //!   operands, the active mask and the immediate, gives memory operands the opcode's default
 //!   lane stride, and opens loops only through the builder (never a `Step` by hand).
-//! - [`kernel`]: a checked `KernelTrace` from programs and a CTA layout ([`assemble`]), kernel
+//! - [`kernel`](mod@kernel): a checked `KernelTrace` from programs and a CTA layout ([`assemble`]), kernel
 //!   information ([`info`]), one-kernel traces ([`one_kernel`]).
 //!
 //! Programs come out in the canonical form of the text format, so text and binary round trips

@@ -15,7 +15,7 @@
 //! The kernel is the Hopper recipe ([`super::HopperRecipe`], fp8 block-scaled with its 1×128 /
 //! 128×128 scales and FFMA promotion, or bf16) with its grouped form (`hopper::Grouping`). As
 //! DeepGEMM's, the grid is persistent: one CTA per SM (rounded down to whole clusters), CTA `c`
-//! of `G` taking tiles `c, c + G, c + 2G, ...` of the scheduler's list ([`GroupedProblem::tiles`]:
+//! of `G` taking tiles `c, c + G, c + 2G, ...` of the scheduler's list (`GroupedProblem::tiles`:
 //! the computing m-blocks × n-blocks, swizzled in groups of 16 along n when A is multicast, else
 //! along m; a masked group's tiles past its valid rows are not in the list, as DeepGEMM's
 //! scheduler skips them). Each tile's expert, m-block and n-block are *tile parameters* read

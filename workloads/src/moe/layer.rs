@@ -18,7 +18,7 @@
 //!   epilogue: no extra kernel).
 //!
 //! Simulator conventions: the small kernels are memory streams of the bytes they move
-//! ([`crate::streaming`]). Each kernel's tensors sit in their own 1 TiB window of the address space,
+//! (`crate::streaming`). Each kernel's tensors sit in their own 1 TiB window of the address space,
 //! so no kernel hits in L2 on another's data (real layers reuse the activations they just wrote,
 //! a few MB; the expert weights, which dominate, are distinct anyway).
 

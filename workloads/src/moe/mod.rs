@@ -1,5 +1,5 @@
 //! Mixture-of-experts layers: routing ([`routing`]), the layer as a graph of kernels
-//! ([`layer`]) and its small streaming kernels ([`crate::streaming`]). The expert GEMMs are the grouped
+//! ([`layer`]) and its small streaming kernels (`crate::streaming`). The expert GEMMs are the grouped
 //! GEMMs of [`crate::gemm::grouped`] (DeepGEMM) or Triton's fused_moe kernel ([`fused_moe`]).
 
 pub mod fused_moe;

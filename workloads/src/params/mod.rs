@@ -1,6 +1,6 @@
 //! One way to declare a generator's parameters: a table of [`Param`]s, each with its name,
 //! description, kind (which gives the unit and the parsing), valid range and how to read and set
-//! the field of the generator's parameter struct. Declared once per struct with [`params!`]; from
+//! the field of the generator's parameter struct. Declared once per struct with [`params!`](crate::params!); from
 //! the table come the parsing of `-p key=value` ([`apply`]), errors that name the parameter and
 //! its valid range, the listing of `gpusim trace params NAME` ([`describe`]) and the defaults
 //! (the struct's `Default`, or the base the caller passes).
