@@ -20,3 +20,18 @@ pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
+
+/// The host's cache line, as x86-64 and most ARM cores have it (a guess elsewhere: prefetches
+/// of the wrong size only ask for too much or too little).
+const HOST_LINE: usize = 64;
+
+/// Asks the host to bring every cache line holding part of `s` into its caches.
+#[inline(always)]
+pub(crate) fn prefetch_slice<T>(s: &[T]) {
+    let p = s.as_ptr().cast::<u8>();
+    let head = p as usize % HOST_LINE; // bytes of the first line before the slice
+    let first = p.wrapping_sub(head);
+    for k in 0..(head + std::mem::size_of_val(s)).div_ceil(HOST_LINE) {
+        prefetch(first.wrapping_add(k * HOST_LINE));
+    }
+}

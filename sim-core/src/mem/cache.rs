@@ -139,14 +139,8 @@ impl SectorCache {
     #[inline]
     pub fn prefetch(&self, line: u64) {
         let base = self.set_of(line);
-        let set_tags = &self.tags[base..base + self.assoc];
-        for c in set_tags.chunks(8) {
-            crate::host::prefetch(c.as_ptr());
-        }
-        let set_state = &self.state[base..base + self.assoc];
-        for c in set_state.chunks(4) {
-            crate::host::prefetch(c.as_ptr());
-        }
+        crate::host::prefetch_slice(&self.tags[base..base + self.assoc]);
+        crate::host::prefetch_slice(&self.state[base..base + self.assoc]);
     }
 
     /// Looks up a line once: its valid sectors and fill-ready cycle, refreshing its LRU

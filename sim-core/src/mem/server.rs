@@ -80,16 +80,16 @@ impl Calendar {
         // Intervals are sorted and disjoint, so their ends are sorted too: skip those that end
         // before `ready`, then walk forward to the first gap that fits. Most requests are
         // ready after all but the last few intervals (requests are handed over in issue order
-        // and reach the controller a little after it), so a few steps back from the end find
-        // them; bisection otherwise.
+        // and reach the controller a little after it): those are searched first, the rest by
+        // bisection only when the first of them ends after `ready` too.
+        const RECENT: usize = 8;
         let n = self.busy.len();
-        let mut first = n;
-        while first > 0 && n - first < 8 && self.busy[first - 1].1 > t {
-            first -= 1;
-        }
-        if first > 0 && n - first == 8 {
-            first = self.busy.partition_point(|&(_, e)| e <= t);
-        }
+        let recent = n.saturating_sub(RECENT);
+        let first = if recent == 0 || self.busy[recent - 1].1 <= t {
+            (recent..n).find(|&i| self.busy[i].1 > t).unwrap_or(n)
+        } else {
+            self.busy.partition_point(|&(_, e)| e <= t)
+        };
         for i in first..self.busy.len() {
             let (s, e) = self.busy[i];
             if s >= t + len {
