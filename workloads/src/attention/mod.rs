@@ -30,6 +30,7 @@ pub mod fa2;
 pub mod fa2_bwd;
 pub mod fa3;
 pub mod fa3_bwd;
+mod fa3_bwd_plan;
 pub mod fa3_schedule;
 mod fa3_steps;
 pub mod mla;
