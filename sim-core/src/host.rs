@@ -30,7 +30,12 @@ const HOST_LINE: usize = 64;
 /// (one more prefetch per set of the L2 walk) measured 4% slower on the Hopper GEMM.
 #[inline(always)]
 pub(crate) fn prefetch_slice<T>(s: &[T]) {
-    for c in s.chunks((HOST_LINE / size_of::<T>().max(1)).max(1)) {
-        prefetch(c.as_ptr());
+    // A byte offset stepped by hand: the `chunks` iterator's per-chunk length arithmetic was a
+    // third of the bulk copy walk's own host time (a 16-way L2 set is six prefetches).
+    let (p, bytes) = (s.as_ptr() as *const u8, size_of_val(s));
+    let mut off = 0;
+    while off < bytes {
+        prefetch(p.wrapping_add(off));
+        off += HOST_LINE;
     }
 }

@@ -61,6 +61,13 @@ fn position(tags: &[u64], t: u64) -> Option<usize> {
     chunks.remainder().iter().position(|&w| w == t).map(|i| at + i)
 }
 
+/// Where a line's set starts in a cache's ways: what [`SectorCache::set`] computes from the line
+/// address (a hash and a division). Caches built with the same lines, associativity and hashing
+/// put every line in the same set, so one `Set` serves all of them (the L2's partitions): an
+/// access that walks several of them divides once.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Set(usize);
+
 /// The cache. Line addresses are byte addresses shifted right by the line size.
 ///
 /// Each set keeps its ways in recency order, most recent first, instead of an LRU stamp per
@@ -112,9 +119,25 @@ impl SectorCache {
         (x % self.sets) as usize * self.assoc
     }
 
+    /// The set of `line`, for the `*_in` calls on this cache or one of the same geometry.
+    #[inline]
+    pub fn set(&self, line: u64) -> Set {
+        Set(self.set_of(line))
+    }
+
+    /// Whether `set` is the set of `line` here (what a shared [`Set`] relies on).
+    pub fn holds_set(&self, set: Set, line: u64) -> bool {
+        set.0 == self.set_of(line)
+    }
+
     #[inline]
     fn find(&self, line: u64) -> Option<usize> {
-        let base = self.set_of(line);
+        self.find_in(Set(self.set_of(line)), line)
+    }
+
+    #[inline]
+    fn find_in(&self, Set(base): Set, line: u64) -> Option<usize> {
+        debug_assert!(self.holds_set(Set(base), line));
         position(&self.tags[base..base + self.assoc], tag(line)).map(|w| base + w)
     }
 
@@ -138,7 +161,12 @@ impl SectorCache {
     /// into a full set moves every way. No effect on the model.
     #[inline]
     pub fn prefetch(&self, line: u64) {
-        let base = self.set_of(line);
+        self.prefetch_in(Set(self.set_of(line)));
+    }
+
+    /// [`SectorCache::prefetch`] of a set already found.
+    #[inline]
+    pub fn prefetch_in(&self, Set(base): Set) {
         crate::host::prefetch_slice(&self.tags[base..base + self.assoc]);
         crate::host::prefetch_slice(&self.state[base..base + self.assoc]);
     }
@@ -147,7 +175,13 @@ impl SectorCache {
     /// position; `None` when absent.
     #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<(u32, u64)> {
-        let base = self.set_of(line);
+        self.lookup_in(Set(self.set_of(line)), line)
+    }
+
+    /// [`SectorCache::lookup`] in the line's set, already found.
+    #[inline]
+    pub fn lookup_in(&mut self, Set(base): Set, line: u64) -> Option<(u32, u64)> {
+        debug_assert!(self.holds_set(Set(base), line));
         let w = position(&self.tags[base..base + self.assoc], tag(line))?;
         let i = self.touch(base, base + w);
         let way = &self.state[i];
@@ -159,7 +193,13 @@ impl SectorCache {
     /// the fill in flight).
     #[inline]
     pub fn probe(&mut self, line: u64, mask: u32, ready: u64) -> (u32, u64) {
-        match self.lookup(line) {
+        self.probe_in(Set(self.set_of(line)), line, mask, ready)
+    }
+
+    /// [`SectorCache::probe`] in the line's set, already found.
+    #[inline]
+    pub fn probe_in(&mut self, set: Set, line: u64, mask: u32, ready: u64) -> (u32, u64) {
+        match self.lookup_in(set, line) {
             Some((valid, r)) if mask & valid != 0 => (mask & !valid, ready.max(r)),
             Some((valid, _)) => (mask & !valid, ready),
             None => (mask, ready),
@@ -174,7 +214,12 @@ impl SectorCache {
     /// Marks `sectors` of `line` valid (and dirty if `dirty`), ready at `ready`, allocating the
     /// line if absent. Returns the line evicted for it, if any.
     pub fn fill(&mut self, line: u64, sectors: u32, ready: u64, dirty: bool) -> Option<Victim> {
-        let base = self.set_of(line);
+        self.fill_in(Set(self.set_of(line)), line, sectors, ready, dirty)
+    }
+
+    /// [`SectorCache::fill`] in the line's set, already found.
+    pub fn fill_in(&mut self, Set(base): Set, line: u64, sectors: u32, ready: u64, dirty: bool) -> Option<Victim> {
+        debug_assert!(self.holds_set(Set(base), line));
         let want = tag(line);
         let set = &self.tags[base..base + self.assoc];
         // The line itself, else an invalid way (the first), else the last (least recently
@@ -200,10 +245,18 @@ impl SectorCache {
         victim
     }
 
-    /// The cycle the line's pending fill completes, if the line is present with all `sectors`.
-    pub fn ready_if_present(&self, line: u64, sectors: u32) -> Option<u64> {
-        let w = &self.state[self.find(line)?];
-        (valid_of(w) & sectors == sectors).then_some(w[READY])
+    /// When the line is present with all `sectors`: its fill cycle, and it becomes the most
+    /// recent of its set (a hit that copies it elsewhere); otherwise `None` and nothing
+    /// changes.
+    #[inline]
+    pub fn take_if_present_in(&mut self, set: Set, line: u64, sectors: u32) -> Option<u64> {
+        let i = self.find_in(set, line)?;
+        let w = self.state[i];
+        if valid_of(&w) & sectors != sectors {
+            return None;
+        }
+        self.touch(set.0, i);
+        Some(w[READY])
     }
 
     /// Drops the sectors of a line (a write that bypasses this cache makes them stale).
@@ -288,8 +341,12 @@ mod tests {
             set[i] = (line + 1, t, sectors, if dirty { sectors } else { 0 }, ready);
             (old.0 != 0).then(|| Victim { line: old.0 - 1, valid_sectors: old.2, dirty_sectors: old.3 })
         }
-        fn ready_if_present(&mut self, line: u64, sectors: u32) -> Option<u64> {
-            self.set(line).iter().find(|w| w.0 == line + 1 && w.2 & sectors == sectors).map(|w| w.4)
+        fn take_if_present(&mut self, line: u64, sectors: u32) -> Option<u64> {
+            self.tick += 1;
+            let t = self.tick;
+            let w = self.set(line).iter_mut().find(|w| w.0 == line + 1 && w.2 & sectors == sectors)?;
+            w.1 = t;
+            Some(w.4)
         }
         fn invalidate_sectors(&mut self, line: u64, sectors: u32) {
             if let Some(w) = self.set(line).iter_mut().find(|w| w.0 == line + 1) {
@@ -317,7 +374,10 @@ mod tests {
                     let (ready, dirty) = (next(1000), next(2) == 0);
                     assert_eq!(c.fill(line, sectors, ready, dirty), r.fill(line, sectors, ready, dirty), "step {step}")
                 }
-                8 => assert_eq!(c.ready_if_present(line, sectors), r.ready_if_present(line, sectors), "step {step}"),
+                8 => {
+                    let set = c.set(line);
+                    assert_eq!(c.take_if_present_in(set, line, sectors), r.take_if_present(line, sectors), "step {step}")
+                }
                 _ => {
                     c.invalidate_sectors(line, sectors);
                     r.invalidate_sectors(line, sectors);

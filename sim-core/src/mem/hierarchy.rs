@@ -31,7 +31,7 @@
 use gpusim_configs::Arch;
 use gpusim_isa::MemSpace;
 
-use super::cache::{SectorCache, Victim};
+use super::cache::{SectorCache, Set, Victim};
 use super::hbm::Hbm;
 use super::server::Server;
 use super::{AccessKind, AccessOutcome, BULK_CHUNK, BulkRequest, MemRequest, MemorySystem};
@@ -61,6 +61,7 @@ pub struct Hierarchy {
     miss_paths: Option<Vec<Server>>,
     slices: Vec<Server>,
     slices_per_part: u64,
+    /// The partitions, built alike (same lines, ways and hashing), so a line has one `Set` in all.
     parts: Vec<SectorCache>,
     sm_side: Vec<u32>,
     l2_latency: u64,
@@ -138,16 +139,22 @@ impl Hierarchy {
         mask.count_ones() as u64
     }
 
+    /// The L2 set of `line`: the same in every partition, which are built alike.
+    #[inline]
+    fn l2_set(&self, line: u64) -> Set {
+        self.parts[0].set(line)
+    }
+
     /// Moves a line evicted from partition `from` into the next partition, as a victim; dirty
     /// lines that leave the L2 are written to HBM. Returns when that write-back is done (0 when
     /// there is none): the eviction holds up the access that caused it until then.
-    /// `now_fp` is the issue time of the access that caused the eviction, `at_fp` when the
-    /// eviction happens.
-    fn place_victim(&mut self, from: usize, v: Victim, now_fp: u64, at_fp: u64) -> u64 {
+    /// `set` is the set the victim left (so its set in every partition); `now_fp` the issue
+    /// time of the access that caused the eviction, `at_fp` when the eviction happens.
+    fn place_victim(&mut self, from: usize, set: Set, v: Victim, now_fp: u64, at_fp: u64) -> u64 {
         let parts = self.parts.len();
         if parts > 1 {
             let to = (from + 1) % parts;
-            match self.parts[to].fill(v.line, v.valid_sectors, 0, v.dirty_sectors != 0) {
+            match self.parts[to].fill_in(set, v.line, v.valid_sectors, 0, v.dirty_sectors != 0) {
                 Some(v2) => self.write_back(v2, now_fp, at_fp),
                 None => 0,
             }
@@ -180,8 +187,9 @@ impl Hierarchy {
     /// its victim there.
     #[inline]
     fn prefetch_l2(&self, line: u64) {
+        let set = self.l2_set(line);
         for p in &self.parts {
-            p.prefetch(line);
+            p.prefetch_in(set);
         }
     }
 
@@ -201,18 +209,19 @@ impl Hierarchy {
         out.l2.requests += 1;
         out.l2.sectors += n;
         out.l2.bytes += bytes;
+        let set = self.l2_set(line);
 
         if write {
             out.l2.hits += n;
             let mut ack = base;
-            if let Some(v) = self.parts[side].fill(line, mask, base, true) {
-                ack = ack.max(self.place_victim(side, v, at_fp, s_start));
+            if let Some(v) = self.parts[side].fill_in(set, line, mask, base, true) {
+                ack = ack.max(self.place_victim(side, set, v, at_fp, s_start));
             }
             return ack;
         }
 
         // Near partition.
-        let (need, ready) = self.parts[side].probe(line, mask, base);
+        let (need, ready) = self.parts[side].probe_in(set, line, mask, base);
         out.l2.hits += n - self.sectors_of(need);
         if need == 0 {
             return ready;
@@ -223,15 +232,13 @@ impl Hierarchy {
         let parts = self.parts.len();
         for k in 1..parts {
             let q = (side + k) % parts;
-            if let Some(r) = self.parts[q].ready_if_present(line, need) {
+            if let Some(r) = self.parts[q].take_if_present_in(set, line, need) {
                 let far_bytes = self.sectors_of(need) * self.sector_bytes;
                 let f_start =
                     self.slices[q * self.slices_per_part as usize + slice_in_part].reserve(s_start, far_bytes);
-                let t = (at + self.l2_latency + self.far_extra + (f_start - at_fp) / FRAC).max(r);
-                self.parts[q].lookup(line);
-                let mut t = t;
-                if let Some(v) = self.parts[side].fill(line, need, t, false) {
-                    t = t.max(self.place_victim(side, v, at_fp, f_start));
+                let mut t = (at + self.l2_latency + self.far_extra + (f_start - at_fp) / FRAC).max(r);
+                if let Some(v) = self.parts[side].fill_in(set, line, need, t, false) {
+                    t = t.max(self.place_victim(side, set, v, at_fp, f_start));
                 }
                 return ready.max(t);
             }
@@ -246,8 +253,8 @@ impl Hierarchy {
         out.dram.bytes += d * self.sector_bytes;
         out.dram.misses += d;
         let mut t = t;
-        if let Some(v) = self.parts[side].fill(line, need, t, false) {
-            t = t.max(self.place_victim(side, v, at_fp, end));
+        if let Some(v) = self.parts[side].fill_in(set, line, need, t, false) {
+            t = t.max(self.place_victim(side, set, v, at_fp, end));
         }
         ready.max(t)
     }
@@ -279,9 +286,9 @@ impl Hierarchy {
         let t = self.l2_access(leave, sm, line, mask, how.write, out);
         if how.atomic {
             // The read-modify-write leaves the line dirty at the L2.
-            let side = self.sm_side[sm] as usize;
-            if let Some(v) = self.parts[side].fill(line, mask, t, true) {
-                let _ = self.place_victim(side, v, at * FRAC, t * FRAC);
+            let (side, set) = (self.sm_side[sm] as usize, self.l2_set(line));
+            if let Some(v) = self.parts[side].fill_in(set, line, mask, t, true) {
+                let _ = self.place_victim(side, set, v, at * FRAC, t * FRAC);
             }
         }
         t
