@@ -42,8 +42,10 @@ use crate::rate::FRAC;
 /// are reserved in call order).
 const MISS_PATH_BACKLOG: u64 = 32;
 
-/// How far ahead of a bulk copy's walk its lines' L2 sets are prefetched into the host's caches.
+/// How far ahead of a bulk copy's walk its lines' L2 sets are prefetched into the host's caches
+/// (below 4: `access_bulk` keeps the sets it found for four lines).
 const PREFETCH_LINES: u64 = 3;
+const _: () = assert!(PREFETCH_LINES < 4);
 
 pub struct Hierarchy {
     l1: Vec<SectorCache>,
@@ -186,16 +188,28 @@ impl Hierarchy {
     /// `SectorCache::prefetch`): a miss in the near partition looks in the far ones and places
     /// its victim there.
     #[inline]
-    fn prefetch_l2(&self, line: u64) {
+    fn prefetch_l2(&self, line: u64) -> Set {
         let set = self.l2_set(line);
         for p in &self.parts {
             p.prefetch_in(set);
         }
+        set
     }
 
     /// An L2 access for `mask` sectors of `line` from `sm`, leaving the SM at `at` (cycles).
     /// Returns when the data is back at the SM, and counts traffic.
-    fn l2_access(&mut self, at: u64, sm: usize, line: u64, mask: u32, write: bool, out: &mut AccessOutcome) -> u64 {
+    /// `set`: the line's L2 set when the caller knows it (see `line_access`).
+    #[allow(clippy::too_many_arguments)]
+    fn l2_access(
+        &mut self,
+        at: u64,
+        sm: usize,
+        line: u64,
+        set: Option<Set>,
+        mask: u32,
+        write: bool,
+        out: &mut AccessOutcome,
+    ) -> u64 {
         let n = self.sectors_of(mask);
         let bytes = n * self.sector_bytes;
         let at_fp = at * FRAC;
@@ -209,7 +223,7 @@ impl Hierarchy {
         out.l2.requests += 1;
         out.l2.sectors += n;
         out.l2.bytes += bytes;
-        let set = self.l2_set(line);
+        let set = set.unwrap_or_else(|| self.l2_set(line));
 
         if write {
             out.l2.hits += n;
@@ -261,8 +275,19 @@ impl Hierarchy {
     /// One line's part of an access leaving SM `sm`'s port at `at`: `mask` sectors of `line`.
     /// Counts its traffic in `out`; returns when its data is back (loads) or it is
     /// acknowledged. Inlined into both callers: it is most of an access's host work.
+    /// `set`: the line's L2 set if already found (a bulk walk finds it when it prefetches).
     #[inline(always)]
-    fn line_access(&mut self, at: u64, sm: usize, line: u64, mask: u32, how: Access, out: &mut AccessOutcome) -> u64 {
+    #[allow(clippy::too_many_arguments)]
+    fn line_access(
+        &mut self,
+        at: u64,
+        sm: usize,
+        line: u64,
+        set: Option<Set>,
+        mask: u32,
+        how: Access,
+        out: &mut AccessOutcome,
+    ) -> u64 {
         if how.through_l1 {
             let n = mask.count_ones() as u64;
             out.l1.requests += 1;
@@ -273,7 +298,7 @@ impl Hierarchy {
             out.l1.misses += miss.count_ones() as u64;
             if miss != 0 {
                 let leave = self.through_miss_path(at, sm, miss, how.kind);
-                let t = self.l2_access(leave, sm, line, miss, false, out);
+                let t = self.l2_access(leave, sm, line, set, miss, false, out);
                 self.l1[sm].fill(line, miss, t, false);
                 ready = ready.max(t);
             }
@@ -283,10 +308,10 @@ impl Hierarchy {
             self.l1[sm].invalidate_sectors(line, mask);
         }
         let leave = self.through_miss_path(at, sm, mask, how.kind);
-        let t = self.l2_access(leave, sm, line, mask, how.write, out);
+        let t = self.l2_access(leave, sm, line, set, mask, how.write, out);
         if how.atomic {
             // The read-modify-write leaves the line dirty at the L2.
-            let (side, set) = (self.sm_side[sm] as usize, self.l2_set(line));
+            let (side, set) = (self.sm_side[sm] as usize, set.unwrap_or_else(|| self.l2_set(line)));
             if let Some(v) = self.parts[side].fill_in(set, line, mask, t, true) {
                 let _ = self.place_victim(side, set, v, at * FRAC, t * FRAC);
             }
@@ -351,6 +376,8 @@ impl MemorySystem for Hierarchy {
         let spl_mask = (1u64 << (self.line_shift - self.sector_shift)) - 1;
         let mut i = 0;
         let secs = req.sectors;
+        // The L2 set of the line being accessed, when the previous line's prefetch found it.
+        let mut set = None;
         while i < secs.len() {
             // One line's sectors at a time (the slice is sorted).
             let line = secs[i] >> self.line_shift;
@@ -359,10 +386,11 @@ impl MemorySystem for Hierarchy {
                 mask |= 1 << ((secs[i] >> self.sector_shift) & spl_mask);
                 i += 1;
             }
+            let this = set.take();
             if i < secs.len() {
-                self.prefetch_l2(secs[i] >> self.line_shift);
+                set = Some(self.prefetch_l2(secs[i] >> self.line_shift));
             }
-            let t = self.line_access(at, sm, line, mask, how, &mut out);
+            let t = self.line_access(at, sm, line, this, mask, how, &mut out);
             out.done = out.done.max(t);
         }
         out
@@ -384,8 +412,11 @@ impl MemorySystem for Hierarchy {
         // the walk (one line ahead hides too little of the host's memory latency).
         let req_last = (req.first + (req.count.max(1) - 1) * req.step) >> self.line_shift;
         let req_first = req.first >> self.line_shift;
+        // The sets the prefetches found, by line (`PREFETCH_LINES` < 4: a line's entry is not
+        // overwritten before its last visit, a line split between chunks being visited twice).
+        let mut sets = [(u64::MAX, None); 4];
         for l in req_first..=req_last.min(req_first + PREFETCH_LINES - 1) {
-            self.prefetch_l2(l);
+            sets[(l & 3) as usize] = (l, Some(self.prefetch_l2(l)));
         }
         let mut i = 0;
         while i < req.count {
@@ -400,9 +431,12 @@ impl MemorySystem for Hierarchy {
                 let (s0, s1) = ((a >> self.sector_shift) & spl_mask, (b >> self.sector_shift) & spl_mask);
                 let mask = ((1u64 << (s1 + 1)) - (1u64 << s0)) as u32;
                 if line + PREFETCH_LINES <= req_last {
-                    self.prefetch_l2(line + PREFETCH_LINES);
+                    let l = line + PREFETCH_LINES;
+                    sets[(l & 3) as usize] = (l, Some(self.prefetch_l2(l)));
                 }
-                let t = self.line_access(at, sm, line, mask, how, &mut out);
+                let memo = sets[(line & 3) as usize];
+                let set = if memo.0 == line { memo.1 } else { None };
+                let t = self.line_access(at, sm, line, set, mask, how, &mut out);
                 out.done = out.done.max(t);
             }
             i += m;
