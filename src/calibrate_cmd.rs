@@ -11,7 +11,9 @@ use crate::error::{CliError, CliResult};
 
 #[derive(Args)]
 pub struct CalibrateArgs {
-    /// The built-in preset to calibrate; only the cases whose hardware it models are used.
+    /// The built-in preset to calibrate; only the cases whose hardware it models are used. Or a
+    /// config file (`*.toml`) named after a built-in preset (its `name`): a calibrated preset to
+    /// refine with a second fit, such as scripts/calibrate-presets.sh's attention stage.
     #[arg(long)]
     pub arch: String,
     /// Measurements: `[[case]]` TOML (*.toml) or an Nsight Compute CSV export (*.csv);
@@ -44,6 +46,11 @@ pub struct CalibrateArgs {
     /// Worker threads (default: the number of cores). The result does not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Sample long kernels as `gpusim run --sample` does (validated against full detail on
+    /// GEMM, attention, MoE and streaming kernels; tests/sampling.rs): what makes fitting on
+    /// long cases (attention) affordable. Recorded in the written config and the report.
+    #[arg(long, num_args = 0..=1, default_missing_value = crate::run::SAMPLE_DEFAULT, value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample)]
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
     /// The calibrated config to write (inherits the preset).
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
@@ -61,12 +68,26 @@ pub struct CalibrateArgs {
 }
 
 pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
-    gpusim_configs::load_preset(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
+    let (preset, base) = if a.arch.ends_with(".toml") {
+        let arch = gpusim_configs::load_file(std::path::Path::new(&a.arch))
+            .map_err(|e| CliError::input(format!("--arch: {e}")))?;
+        gpusim_configs::load_preset(&arch.name).map_err(|_| {
+            CliError::input(format!(
+                "--arch {}: its name `{}` is not a built-in preset (a config to calibrate is named after the preset the result inherits)",
+                a.arch, arch.name
+            ))
+        })?;
+        (arch.name.clone(), Some(arch))
+    } else {
+        gpusim_configs::load_preset(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
+        (a.arch.clone(), None)
+    };
     let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
     let threads = crate::correlate_cmd::threads(a.threads)?;
     let cases = load_all(&a.data, &a.data_opts, a.quiet)?;
     let opts = CalOptions {
-        preset: a.arch.clone(),
+        preset,
+        base,
         kinds,
         fit: a.fit.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         allow_datasheet: a.allow_datasheet,
@@ -77,6 +98,7 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
         data_files: a.data.iter().map(|p| p.display().to_string()).collect(),
         stop: Some(crate::interrupt::install()?),
         progress: Some(Default::default()),
+        sample: a.sample,
     };
     for t in &a.transfer {
         gpusim_configs::load_preset(t).map_err(|e| CliError::input(format!("--transfer: {e}")))?;

@@ -120,6 +120,55 @@ fn fits_l2_latency_with_cross_validation_independent_of_threads() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `--sample` reaches the fit's simulations and is recorded: these short chases are not long
+/// enough to be sampled, so the fit is the full-detail one, and the config and the report say
+/// that long kernels would have been.
+#[test]
+fn a_sampled_calibration_says_so() {
+    let d = workdir("calibrate-sample");
+    std::fs::write(d.join("lat.toml"), DATA).unwrap();
+    let run = |extra: &[&str], name: &str| {
+        let out = d.join(name);
+        let rep = d.join(format!("{name}.report"));
+        let mut args = vec![
+            "calibrate",
+            "--arch",
+            "h800-pcie",
+            "--data",
+            d.join("lat.toml").to_str().unwrap(),
+            "--kind",
+            "latency",
+            "--fit",
+            "l2.hit_latency",
+            "--folds",
+            "0",
+            "--max-iter",
+            "6",
+            "-q",
+            "-o",
+            out.to_str().unwrap(),
+            "--report",
+            rep.to_str().unwrap(),
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = gpusim(&refs);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (std::fs::read_to_string(&out).unwrap(), std::fs::read_to_string(rep.join("calibration.md")).unwrap())
+    };
+    let (full, _) = run(&[], "full.toml");
+    let (sampled, report) = run(&["--sample"], "sampled.toml");
+    assert!(sampled.contains("sampled --sample 2:4:1:1") && !full.contains("sampled"), "{sampled}");
+    assert!(report.contains("Long kernels sampled (`--sample 2:4:1:1`"), "{report}");
+    let value =
+        |c: &str| c.lines().find(|l| l.starts_with("hit_latency")).map(|l| l.split('#').next().unwrap().to_string());
+    assert_eq!(value(&full), value(&sampled));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn datasheet_parameters_are_refused() {
     let d = workdir("calibrate-ds");

@@ -376,7 +376,11 @@ mod tests {
                 }
                 8 => {
                     let set = c.set(line);
-                    assert_eq!(c.take_if_present_in(set, line, sectors), r.take_if_present(line, sectors), "step {step}")
+                    assert_eq!(
+                        c.take_if_present_in(set, line, sectors),
+                        r.take_if_present(line, sectors),
+                        "step {step}"
+                    )
                 }
                 _ => {
                     c.invalidate_sectors(line, sectors);

@@ -32,6 +32,8 @@ pub(super) struct Evaluator<'a> {
     /// [`super::CalOptions::progress`].
     pub(super) progress: Option<Arc<AtomicUsize>>,
     pub(super) stop: Option<Arc<AtomicBool>>,
+    /// [`super::CalOptions::sample`].
+    sample: Option<gpusim_sim_core::SampleOptions>,
 }
 
 /// The error of a simulation not run (or stopped) because the calibration was interrupted.
@@ -66,7 +68,9 @@ impl Evaluator<'_> {
                 if self.stopped() {
                     return (j, Err(INTERRUPTED.to_string()));
                 }
-                let r = crate::sim_options::with_stop(self.stop.clone(), || simulate_on(&self.jobs[j], &arch));
+                let r = crate::sim_options::with_options(self.stop.clone(), self.sample, || {
+                    simulate_on(&self.jobs[j], &arch)
+                });
                 if self.stopped() {
                     // Stopped part-way: not a result, and never cached as one.
                     return (j, Err(INTERRUPTED.to_string()));
@@ -153,13 +157,18 @@ pub(super) type Skipped = Vec<(String, String)>;
 /// The cases of `cases` that `preset` simulates (selected kinds, `max_flops`), as an
 /// [`Evaluator`] of the parameters `fit` (empty: the defaults for the cases' kinds); also the
 /// skipped cases with their reasons and the preset's rendered TOML.
+/// `base`: the config to start from, when not the built-in `preset` (see [`CalOptions::base`]).
 pub(super) fn evaluator<'a>(
     preset: &str,
+    base: Option<&Arch>,
     cases: &'a [Case],
     opts: &CalOptions,
     fit: &[String],
 ) -> Result<(Evaluator<'a>, Skipped, String), CalError> {
-    let arch = load_preset(preset).map_err(|e| CalError { message: e.to_string(), interrupted: false })?;
+    let arch = match base {
+        Some(a) => a.clone(),
+        None => load_preset(preset).map_err(|e| CalError { message: e.to_string(), interrupted: false })?,
+    };
     let rendered = to_toml(&arch);
     let choice = ArchChoice::Preset(preset.to_string());
     let mut used: Vec<&Case> = Vec::new();
@@ -214,6 +223,7 @@ pub(super) fn evaluator<'a>(
         sims: AtomicUsize::new(0),
         progress: opts.progress.clone(),
         stop: opts.stop.clone(),
+        sample: opts.sample,
     };
     Ok((ev, skipped, rendered))
 }

@@ -72,7 +72,12 @@ fn err<T>(m: impl Into<String>) -> Result<T, CalError> {
 /// How to calibrate.
 #[derive(Clone, Debug)]
 pub struct CalOptions {
+    /// The built-in preset calibrated (whose hardware picks the cases, and which the written
+    /// config inherits).
     pub preset: String,
+    /// The config to start from when it is not the built-in `preset` itself: a file of that
+    /// name (a calibrated preset regenerated but not yet built in, refined by a second fit).
+    pub base: Option<gpusim_configs::Arch>,
     pub kinds: KindSelection,
     /// Dotted keys; empty: [`DEFAULT_FIT_GEMM`] when GEMM cases are selected, else
     /// [`DEFAULT_FIT_MEMORY`].
@@ -90,12 +95,16 @@ pub struct CalOptions {
     /// Counts the simulations run so far (cache hits are not simulations), for a caller's
     /// progress display; `None`: counted privately.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    /// Sample long kernels (`calibrate --sample`, as `correlate --sample`): every simulation of
+    /// the fit, its folds and its transfers. `None`: full detail.
+    pub sample: Option<gpusim_sim_core::SampleOptions>,
 }
 
 impl Default for CalOptions {
     fn default() -> Self {
         CalOptions {
             preset: String::new(),
+            base: None,
             kinds: KindSelection::default_kinds(),
             fit: Vec::new(),
             allow_datasheet: false,
@@ -106,6 +115,7 @@ impl Default for CalOptions {
             data_files: Vec::new(),
             stop: None,
             progress: None,
+            sample: None,
         }
     }
 }
@@ -181,6 +191,8 @@ pub struct Calibration {
     pub skipped: Vec<(String, String)>,
     pub simulations: usize,
     pub preset_hash: String,
+    /// `--sample`'s options when long kernels were sampled; `None`: full detail.
+    pub sampled: Option<String>,
 }
 
 fn pool(threads: usize) -> Result<rayon::ThreadPool, CalError> {
@@ -192,7 +204,7 @@ fn pool(threads: usize) -> Result<rayon::ThreadPool, CalError> {
 
 /// Calibrates `opts.fit` of `opts.preset` on `cases`.
 pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalError> {
-    let (ev, skipped, rendered) = evaluator(&opts.preset, cases, opts, &opts.fit)?;
+    let (ev, skipped, rendered) = evaluator(&opts.preset, opts.base.as_ref(), cases, opts, &opts.fit)?;
     let params = ev.params.clone();
     let pool = pool(opts.threads)?;
     let n = ev.cases.len();
@@ -225,6 +237,7 @@ pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalEr
             skipped,
             simulations: ev.sims.load(Ordering::Relaxed),
             preset_hash: hash_str(&rendered),
+            sampled: opts.sample.map(|o| o.to_string()),
         })
     })
 }
@@ -251,7 +264,7 @@ pub struct Transfer {
 /// one generation, predict the next). Nothing is fitted to the target's cases.
 pub fn transfer(cal: &Calibration, target: &str, cases: &[Case], opts: &CalOptions) -> Result<Transfer, CalError> {
     let keys: Vec<String> = cal.params.iter().map(|p| p.key.clone()).collect();
-    let (ev, skipped, _) = evaluator(target, cases, opts, &keys)?;
+    let (ev, skipped, _) = evaluator(target, None, cases, opts, &keys)?;
     let own: Vec<f64> = ev.params.iter().map(|p| p.preset_value).collect();
     let all: Vec<usize> = (0..ev.cases.len()).collect();
     pool(opts.threads)?.install(|| {

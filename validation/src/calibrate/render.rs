@@ -85,11 +85,14 @@ impl Calibration {
         let mut s = format!("# Calibration of `{}`\n\n", self.preset);
         s += &format!(
             "Data: {}. {} case(s) used, {} skipped. Objective: trust-weighted mean |ln(sim/measured)|, \
-             Nelder–Mead. Preset config hash {}.\n\n",
+             Nelder–Mead. Preset config hash {}.{}\n\n",
             self.data_files.join(", "),
             self.cases.len(),
             self.skipped.len(),
-            self.preset_hash
+            self.preset_hash,
+            self.sampled.as_ref().map_or(String::new(), |o| format!(
+                " Long kernels sampled (`--sample {o}`, validated against full detail in tests/sampling.rs)."
+            ))
         );
         s += "## Parameters\n\n| parameter | preset | fitted | bounds | bounds from |\n|---|---|---|---|---|\n";
         for r in self.param_rows() {
@@ -149,6 +152,10 @@ impl Calibration {
         let cv = match &self.cv {
             Some(cv) => format!("{}-fold CV validation MAPE {}", cv.k, pct(cv.validation_mape)),
             None => "no CV".into(),
+        };
+        let cv = match &self.sampled {
+            Some(o) => format!("{cv}, sampled --sample {o}"),
+            None => cv,
         };
         let mut s = format!(
             "# Calibrated by `gpusim calibrate` from preset {} (config hash {}).\n\

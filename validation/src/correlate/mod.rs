@@ -689,6 +689,13 @@ locator = "l"
         assert_eq!(cal.preset(), calibrated_preset("h100-sxm5-80gb"));
         let CasePlan::Skip(why) = plan_case(&case, &ArchChoice::Preset("h200-sxm".into())) else { panic!() };
         assert!(why.contains("h100-sxm5-80gb"), "{why}");
+        // The part's calibrated preset, named: it models what its preset models (another
+        // part's calibrated preset does not).
+        let CasePlan::Run(named) = plan_case(&case, &ArchChoice::Preset("h100-sxm5-80gb-calibrated".into())) else {
+            panic!()
+        };
+        assert_eq!(named.preset(), "h100-sxm5-80gb-calibrated");
+        assert!(matches!(plan_case(&case, &ArchChoice::Preset("h200-sxm-calibrated".into())), CasePlan::Skip(_)));
 
         // No preset for the part: skipped, with a hint where the export did not name it.
         let mut anon = case.clone();

@@ -30,7 +30,8 @@ pub enum ArchChoice {
     /// Every case on the calibrated preset of its part (`<preset>-calibrated`, built in; the
     /// plain preset where none is shipped).
     Calibrated,
-    /// Only the cases whose hardware maps to this preset; the others are skipped.
+    /// Only the cases whose hardware maps to this preset (or, for a part's built-in calibrated
+    /// preset, to the preset it calibrates); the others are skipped.
     Preset(String),
 }
 
@@ -354,6 +355,11 @@ pub fn plan_case(case: &Case, arch: &ArchChoice) -> CasePlan {
     if let ArchChoice::Preset(p) = arch
         && job.preset() != p
     {
+        // A part's built-in calibrated preset models what its preset models.
+        let calibrated = calibrated_preset(job.preset());
+        if calibrated == p {
+            return CasePlan::Run(job.with_preset(calibrated));
+        }
         return CasePlan::Skip(format!(
             "{} is modelled by {}, not {p} (use --arch auto or --arch {})",
             case.hardware,
