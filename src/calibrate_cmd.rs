@@ -68,26 +68,21 @@ pub struct CalibrateArgs {
 }
 
 pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
-    let (preset, base) = if a.arch.ends_with(".toml") {
-        let arch = gpusim_configs::load_file(std::path::Path::new(&a.arch))
-            .map_err(|e| CliError::input(format!("--arch: {e}")))?;
-        gpusim_configs::load_preset(&arch.name).map_err(|_| {
-            CliError::input(format!(
-                "--arch {}: its name `{}` is not a built-in preset (a config to calibrate is named after the preset the result inherits)",
-                a.arch, arch.name
-            ))
-        })?;
-        (arch.name.clone(), Some(arch))
-    } else {
-        gpusim_configs::load_preset(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
-        (a.arch.clone(), None)
-    };
+    // A preset by name or a file by path (the one loader `run --arch` uses); either way the
+    // chip's name must be a built-in preset's, which picks the cases and which the result inherits.
+    let arch = gpusim_configs::load(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
+    if !gpusim_configs::presets().iter().any(|(n, _)| *n == arch.name) {
+        return Err(CliError::input(format!(
+            "--arch {}: its name `{}` is not a built-in preset (a config to calibrate is named after the preset the result inherits)",
+            a.arch, arch.name
+        )));
+    }
     let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
     let threads = crate::correlate_cmd::threads(a.threads)?;
     let cases = load_all(&a.data, &a.data_opts, a.quiet)?;
     let opts = CalOptions {
-        preset,
-        base,
+        preset: arch.name.clone(),
+        base: Some(arch),
         kinds,
         fit: a.fit.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         allow_datasheet: a.allow_datasheet,

@@ -58,27 +58,22 @@ fn dir() -> PathBuf {
     d
 }
 
+/// `gpusim calibrate` of `l2.hit_latency` on `d`'s cases, writing `out` and the report `rep`,
+/// with `extra` arguments.
+fn run_calibrate(d: &Path, out: &Path, rep: &Path, extra: &[&str]) -> std::process::Output {
+    let data = d.join("lat.toml");
+    let mut args = vec!["calibrate", "--arch", "h800-pcie", "--data", data.to_str().unwrap()];
+    args.extend(["--kind", "latency", "--fit", "l2.hit_latency", "-o", out.to_str().unwrap()]);
+    args.extend(["--report", rep.to_str().unwrap()]);
+    args.extend(extra);
+    gpusim(&args)
+}
+
 /// Calibrates `l2.hit_latency` on `threads` threads; returns stdout, the config and the report.
 fn calibrate(d: &Path, threads: &str) -> (String, String, String) {
     let out = d.join(format!("out-{threads}.toml"));
     let rep = d.join(format!("report-{threads}"));
-    let o = gpusim(&[
-        "calibrate",
-        "--arch",
-        "h800-pcie",
-        "--data",
-        d.join("lat.toml").to_str().unwrap(),
-        "--kind",
-        "latency",
-        "--fit",
-        "l2.hit_latency",
-        "--threads",
-        threads,
-        "-o",
-        out.to_str().unwrap(),
-        "--report",
-        rep.to_str().unwrap(),
-    ]);
+    let o = run_calibrate(d, &out, &rep, &["--threads", threads]);
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     // The same report as one page of the document model.
@@ -128,34 +123,10 @@ fn a_sampled_calibration_says_so() {
     let d = workdir("calibrate-sample");
     std::fs::write(d.join("lat.toml"), DATA).unwrap();
     let run = |extra: &[&str], name: &str| {
-        let out = d.join(name);
-        let rep = d.join(format!("{name}.report"));
-        let mut args = vec![
-            "calibrate",
-            "--arch",
-            "h800-pcie",
-            "--data",
-            d.join("lat.toml").to_str().unwrap(),
-            "--kind",
-            "latency",
-            "--fit",
-            "l2.hit_latency",
-            "--folds",
-            "0",
-            "--max-iter",
-            "6",
-            "-q",
-            "-o",
-            out.to_str().unwrap(),
-            "--report",
-            rep.to_str().unwrap(),
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect::<Vec<_>>();
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let o = gpusim(&refs);
+        let (out, rep) = (d.join(name), d.join(format!("{name}.report")));
+        let mut args = vec!["--folds", "0", "--max-iter", "6", "-q"];
+        args.extend(extra);
+        let o = run_calibrate(&d, &out, &rep, &args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         (std::fs::read_to_string(&out).unwrap(), std::fs::read_to_string(rep.join("calibration.md")).unwrap())
     };

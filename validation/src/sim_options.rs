@@ -33,8 +33,3 @@ pub fn with_options<R>(stop: Option<Arc<AtomicBool>>, sample: Option<SampleOptio
     OPTS.with(|s| *s.borrow_mut() = old);
     r
 }
-
-/// [`with_options`] without sampling.
-pub fn with_stop<R>(stop: Option<Arc<AtomicBool>>, f: impl FnOnce() -> R) -> R {
-    with_options(stop, None, f)
-}

@@ -126,7 +126,7 @@ impl SectorCache {
     }
 
     /// Whether `set` is the set of `line` here (what a shared [`Set`] relies on).
-    pub fn holds_set(&self, set: Set, line: u64) -> bool {
+    fn holds_set(&self, set: Set, line: u64) -> bool {
         set.0 == self.set_of(line)
     }
 

@@ -198,14 +198,14 @@ impl Hierarchy {
 
     /// An L2 access for `mask` sectors of `line` from `sm`, leaving the SM at `at` (cycles).
     /// Returns when the data is back at the SM, and counts traffic.
-    /// `set`: the line's L2 set when the caller knows it (see `line_access`).
+    /// `set` is the line's L2 set ([`Hierarchy::l2_set`]).
     #[allow(clippy::too_many_arguments)]
     fn l2_access(
         &mut self,
         at: u64,
         sm: usize,
         line: u64,
-        set: Option<Set>,
+        set: Set,
         mask: u32,
         write: bool,
         out: &mut AccessOutcome,
@@ -223,7 +223,6 @@ impl Hierarchy {
         out.l2.requests += 1;
         out.l2.sectors += n;
         out.l2.bytes += bytes;
-        let set = set.unwrap_or_else(|| self.l2_set(line));
 
         if write {
             out.l2.hits += n;
@@ -298,6 +297,7 @@ impl Hierarchy {
             out.l1.misses += miss.count_ones() as u64;
             if miss != 0 {
                 let leave = self.through_miss_path(at, sm, miss, how.kind);
+                let set = set.unwrap_or_else(|| self.l2_set(line));
                 let t = self.l2_access(leave, sm, line, set, miss, false, out);
                 self.l1[sm].fill(line, miss, t, false);
                 ready = ready.max(t);
@@ -308,10 +308,11 @@ impl Hierarchy {
             self.l1[sm].invalidate_sectors(line, mask);
         }
         let leave = self.through_miss_path(at, sm, mask, how.kind);
+        let set = set.unwrap_or_else(|| self.l2_set(line));
         let t = self.l2_access(leave, sm, line, set, mask, how.write, out);
         if how.atomic {
             // The read-modify-write leaves the line dirty at the L2.
-            let (side, set) = (self.sm_side[sm] as usize, set.unwrap_or_else(|| self.l2_set(line)));
+            let side = self.sm_side[sm] as usize;
             if let Some(v) = self.parts[side].fill_in(set, line, mask, t, true) {
                 let _ = self.place_victim(side, set, v, at * FRAC, t * FRAC);
             }
