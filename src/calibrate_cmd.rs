@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use gpusim_validation::calibrate::{CalOptions, calibrate, transfer};
-use gpusim_validation::correlate::parse_kinds;
+use gpusim_validation::correlate::{load_stand_in, parse_kinds};
 
 use crate::correlate_cmd::{DataArgs, load_all};
 use crate::error::{CliError, CliResult};
@@ -51,6 +51,11 @@ pub struct CalibrateArgs {
     /// long cases (attention) affordable. Recorded in the written config and the report.
     #[arg(long, num_args = 0..=1, default_missing_value = crate::run::SAMPLE_DEFAULT, value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = crate::run::parse_sample)]
     pub sample: Option<gpusim_sim_core::SampleOptions>,
+    /// Keep every finished simulation in this directory (one file each) and reuse those already
+    /// there: a calibration stopped by Ctrl-C, SIGKILL or a session's end resumes where it
+    /// stopped, with the same result. Results written by another build of gpusim are refused.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
     /// The calibrated config to write (inherits the preset).
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
@@ -70,13 +75,7 @@ pub struct CalibrateArgs {
 pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
     // A preset by name or a file by path (the one loader `run --arch` uses); either way the
     // chip's name must be a built-in preset's, which picks the cases and which the result inherits.
-    let arch = gpusim_configs::load(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
-    if !gpusim_configs::presets().iter().any(|(n, _)| *n == arch.name) {
-        return Err(CliError::input(format!(
-            "--arch {}: its name `{}` is not a built-in preset (a config to calibrate is named after the preset the result inherits)",
-            a.arch, arch.name
-        )));
-    }
+    let arch = load_stand_in(&a.arch).map_err(|e| CliError::input(format!("--arch {}: {e}", a.arch)))?;
     let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
     let threads = crate::correlate_cmd::threads(a.threads)?;
     let cases = load_all(&a.data, &a.data_opts, a.quiet)?;
@@ -94,6 +93,13 @@ pub fn calibrate_cmd(a: CalibrateArgs) -> CliResult {
         stop: Some(crate::interrupt::install()?),
         progress: Some(Default::default()),
         sample: a.sample,
+        store: match &a.resume {
+            Some(dir) => Some(std::sync::Arc::new(crate::calibrate_store::DirStore::open(
+                dir,
+                &crate::correlate_cmd::git_hash(),
+            )?)),
+            None => None,
+        },
     };
     for t in &a.transfer {
         gpusim_configs::load_preset(t).map_err(|e| CliError::input(format!("--transfer: {e}")))?;

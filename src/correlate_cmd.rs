@@ -7,7 +7,8 @@ use gpusim_reports::doc::{Block, Cell, Document, Figure, Section, Table};
 use gpusim_reports::scatter::{self, ScatterPlot, ScatterPoint};
 use gpusim_validation::Case;
 use gpusim_validation::correlate::{
-    ArchChoice, Correlation, Options, Progress, RunInfo, Status, StreamTable, correlate, correlate_with, parse_kinds,
+    ArchChoice, Correlation, Options, Progress, RunInfo, StandIn, Status, StreamTable, correlate, correlate_with,
+    load_stand_in, parse_kinds,
 };
 use gpusim_validation::data::{DataOptions, load_data};
 use gpusim_validation::gate::{Gate, Presets};
@@ -18,7 +19,9 @@ use crate::error::{CliError, CliResult};
 pub struct CorrelateArgs {
     /// A built-in preset: only the cases whose hardware it models are simulated (the others are
     /// listed as skipped); `auto`: every case on the preset its hardware maps to; `calibrated`:
-    /// every case on its part's calibrated preset (`<preset>-calibrated`, where one is built in).
+    /// every case on its part's calibrated preset (`<preset>-calibrated`, where one is built in);
+    /// or a config file (`next.toml`) named after a built-in preset, which it then stands in for:
+    /// that preset's cases simulate it.
     #[arg(long)]
     pub arch: String,
     /// Measurements: `[[case]]` TOML (*.toml, schema in shared/reference/README.md) or an Nsight
@@ -302,7 +305,17 @@ impl Progress for LiveTable {
 }
 
 pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
-    let arch = ArchChoice::parse(&a.arch).map_err(|e| CliError::input(format!("--arch: {e}")))?;
+    // `auto`, `calibrated` or a preset's name; anything else is a config file standing in for
+    // the preset it is named after.
+    let (arch, stand_in) = match ArchChoice::parse(&a.arch) {
+        Ok(choice) => (choice, None),
+        Err(_) => {
+            let chip = load_stand_in(&a.arch).map_err(|e| {
+                CliError::input(format!("--arch {}: {e}; correlate also takes `auto` and `calibrated`", a.arch))
+            })?;
+            (ArchChoice::Preset(chip.name.clone()), Some(StandIn { file: a.arch.clone(), arch: chip }))
+        }
+    };
     let kinds = parse_kinds(&a.kind).map_err(|e| CliError::input(format!("--kind: {e}")))?;
     let threads = threads(a.threads)?;
     let cases = load_all(&a.data, &a.data_opts, a.quiet)?;
@@ -319,6 +332,7 @@ pub fn correlate_cmd(a: CorrelateArgs) -> CliResult {
         stop: Some(crate::interrupt::install()?),
         sample: a.sample,
         sample_families: None,
+        stand_in,
     };
     let mut opts = opts;
     // Read the gate before the (long) simulations so that a bad file fails at once.

@@ -8,6 +8,7 @@ mod arch_cmd;
 mod attention_cmd;
 mod bench;
 mod calibrate_cmd;
+mod calibrate_store;
 mod correlate_cmd;
 mod error;
 mod gemm_cmd;

@@ -140,6 +140,100 @@ fn a_sampled_calibration_says_so() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `--resume DIR` keeps every finished simulation: a rerun simulates nothing and writes the same
+/// fit; a run killed part-way (SIGKILL) resumes to the result of an uninterrupted one; a
+/// directory of another build is refused.
+#[test]
+fn a_resumed_calibration_simulates_only_what_is_missing() {
+    let d = workdir("calibrate-resume");
+    std::fs::write(d.join("lat.toml"), DATA).unwrap();
+    let store = d.join("sims");
+    let args = |out: &Path, rep: &Path| -> Vec<String> {
+        let data = d.join("lat.toml");
+        [
+            "calibrate",
+            "--arch",
+            "h800-pcie",
+            "--data",
+            s(&data),
+            "--kind",
+            "latency",
+            "--fit",
+            "l2.hit_latency",
+            "--folds",
+            "2",
+            "--max-iter",
+            "6",
+            "--threads",
+            "1",
+            "--resume",
+            s(&store),
+            "-o",
+            s(out),
+            "--report",
+            s(rep),
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    let run = |name: &str| {
+        let (out, rep) = (d.join(format!("{name}.toml")), d.join(name));
+        let a = args(&out, &rep);
+        let o = gpusim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        let (stdout, err) = text(&o);
+        assert!(o.status.success(), "{stdout}\n{err}");
+        let sims: usize = stdout
+            .lines()
+            .find_map(|l| l.strip_suffix(" simulation(s)"))
+            .unwrap_or_else(|| panic!("{stdout}"))
+            .parse()
+            .unwrap();
+        (std::fs::read_to_string(&out).unwrap(), std::fs::read_to_string(rep.join("calibration.md")).unwrap(), sims)
+    };
+    let kept = || std::fs::read_dir(store.join("sims")).map_or(0, |r| r.count());
+
+    // Killed part-way: what finished is kept, whole.
+    let (out, rep) = (d.join("killed.toml"), d.join("killed"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpusim"))
+        .args(args(&out, &rep))
+        .current_dir(root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while kept() < 2 && t0.elapsed().as_secs() < 300 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let before = kept();
+    assert!(before >= 1, "nothing kept after {:?}", t0.elapsed());
+
+    let (config, report, sims) = run("resumed");
+    eprintln!("kept {before} before the kill, {sims} simulated on resuming");
+    assert_eq!(kept(), before + sims);
+    let (config2, report2, sims2) = run("again");
+    assert_eq!(sims2, 0, "a complete store leaves nothing to simulate");
+    assert_eq!((&config, &report), (&config2, &report2));
+
+    // The same fit as a calibration that kept nothing.
+    let (out, rep) = (d.join("plain.toml"), d.join("plain"));
+    let a: Vec<String> = args(&out, &rep).into_iter().filter(|a| *a != "--resume" && *a != s(&store)).collect();
+    let o = gpusim(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert_eq!(config, std::fs::read_to_string(&out).unwrap());
+    assert_eq!(report, std::fs::read_to_string(rep.join("calibration.md")).unwrap());
+
+    // Another build's results are refused.
+    std::fs::write(store.join("build.json"), r#"{"gpusim_version": "0.0.1", "git_hash": "0123abc"}"#).unwrap();
+    let (out, rep) = (d.join("other.toml"), d.join("other"));
+    let a = args(&out, &rep);
+    fails_with(&a.iter().map(String::as_str).collect::<Vec<_>>(), &["another build", "0123abc"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn datasheet_parameters_are_refused() {
     let d = workdir("calibrate-ds");

@@ -210,6 +210,39 @@ fn an_explicit_preset_runs_only_its_cases() {
     assert!(out.lines().any(|l| l.starts_with("t-lat-l1") && l.contains("h800-pcie")), "{out}");
 }
 
+/// A config file named after a built-in preset stands in for it: that preset's cases simulate
+/// the file's chip (an unchanged copy gives the preset's numbers, a changed parameter moves
+/// them), and the provenance names the file.
+#[test]
+fn a_config_file_stands_in_for_the_preset_it_is_named_after() {
+    let dir = data_dir("stand-in");
+    let data = dir.join("cases.toml");
+    let same = dir.join("same.toml");
+    std::fs::write(&same, "inherits = \"h800-pcie\"\nname = \"h800-pcie\"\n").unwrap();
+    let slower = dir.join("slower-l1.toml");
+    std::fs::write(&slower, "inherits = \"h800-pcie\"\nname = \"h800-pcie\"\n[l1]\nhit_latency = \"60 cycles\"\n")
+        .unwrap();
+    let json = |arch: &Path, tag: &str| {
+        let out = dir.join(format!("{tag}.json"));
+        let o =
+            gpusim(&["correlate", "--arch", s(arch), "--data", s(&data), "--kind", "latency", "--json", s(&out), "-q"]);
+        let (stdout, err) = text(&o);
+        assert!(o.status.success(), "{stdout}\n{err}");
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    };
+    let preset = json(Path::new("h800-pcie"), "preset");
+    let (a, b) = (json(&same, "same"), json(&slower, "slower"));
+    let l1 = |v: &serde_json::Value| case(v, "t-lat-l1")["simulated"].as_f64().unwrap();
+    assert_eq!(l1(&a), l1(&preset));
+    assert!(l1(&b) > l1(&preset) + 20.0, "{} vs {}", l1(&b), l1(&preset));
+    // The hash is of the resolved chip (the copy's differs from the preset's only in its
+    // description, which a file that inherits sets afresh).
+    assert_ne!(case(&b, "t-lat-l1")["config_hash"], case(&a, "t-lat-l1")["config_hash"]);
+    assert_eq!(b["provenance"]["arch"], s(&slower));
+    // The preset's choice of cases holds: the GEMM case of another part is skipped.
+    assert_eq!(case(&b, "t-lat-dpx")["status"], case(&preset, "t-lat-dpx")["status"]);
+}
+
 #[test]
 fn bad_input_exits_2_with_a_message() {
     let fails_with = |args: &[&str], needle: &str| {
@@ -223,6 +256,9 @@ fn bad_input_exits_2_with_a_message() {
     let dir = data_dir("bad");
     let data = dir.join("cases.toml");
     fails_with(&["correlate", "--arch", "h900-sxm", "--data", s(&data)], "unknown preset `h900-sxm`");
+    let unnamed = dir.join("unnamed.toml");
+    std::fs::write(&unnamed, "inherits = \"h800-pcie\"\nname = \"next\"\n").unwrap();
+    fails_with(&["correlate", "--arch", s(&unnamed), "--data", s(&data)], "`next` is not a built-in preset");
     fails_with(&["correlate", "--arch", "auto", "--data", s(&data), "--kind", "flops"], "unknown kind `flops`");
     fails_with(&["correlate", "--arch", "auto", "--data", s(&data), "--threads", "0"], "--threads");
     fails_with(&["correlate", "--arch", "auto", "--data", s(&data), "--data", s(&data)], "duplicate id");

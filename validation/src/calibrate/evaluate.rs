@@ -9,7 +9,7 @@ use gpusim_configs::{Arch, load_preset, to_toml};
 use rayon::prelude::*;
 
 use super::params::{CalParam, DEFAULT_FIT_GEMM, DEFAULT_FIT_MEMORY, ValueKind, apply_values, resolve_params};
-use super::{CalCase, CalError, CalOptions, Errors, err};
+use super::{CalCase, CalError, CalOptions, Errors, SimStore, err};
 use crate::correlate::{ArchChoice, CasePlan, Job, plan_case, simulate_on};
 use crate::hash::hash_str;
 use crate::memory_cases;
@@ -34,6 +34,8 @@ pub(super) struct Evaluator<'a> {
     pub(super) stop: Option<Arc<AtomicBool>>,
     /// [`super::CalOptions::sample`].
     sample: Option<gpusim_sim_core::SampleOptions>,
+    /// [`super::CalOptions::store`].
+    store: Option<Arc<dyn SimStore>>,
 }
 
 /// The error of a simulation not run (or stopped) because the calibration was interrupted.
@@ -65,6 +67,14 @@ impl Evaluator<'_> {
                 if let Some(r) = self.cache.lock().expect("cache").get(&key) {
                     return (j, r.clone());
                 }
+                let stored =
+                    self.store.as_ref().map(|_| hash_str(&format!("{hash}\n{:?}\n{:?}", self.jobs[j], self.sample)));
+                if let (Some(store), Some(k)) = (&self.store, &stored)
+                    && let Some(r) = store.get(k)
+                {
+                    self.cache.lock().expect("cache").insert(key, r.clone());
+                    return (j, r);
+                }
                 if self.stopped() {
                     return (j, Err(INTERRUPTED.to_string()));
                 }
@@ -78,6 +88,9 @@ impl Evaluator<'_> {
                 self.sims.fetch_add(1, Ordering::Relaxed);
                 if let Some(p) = &self.progress {
                     p.fetch_add(1, Ordering::Relaxed);
+                }
+                if let (Some(store), Some(k)) = (&self.store, &stored) {
+                    store.put(k, &format!("config {hash}: {:?}", self.jobs[j]), &r);
                 }
                 self.cache.lock().expect("cache").insert(key, r.clone());
                 (j, r)
@@ -224,6 +237,7 @@ pub(super) fn evaluator<'a>(
         progress: opts.progress.clone(),
         stop: opts.stop.clone(),
         sample: opts.sample,
+        store: opts.store.clone(),
     };
     Ok((ev, skipped, rendered))
 }

@@ -24,7 +24,8 @@
 //!   on the other folds and evaluated on itself; training and validation errors are means over
 //!   folds.
 //! - **Cache**: simulations are cached by (config hash, simulation) within a run; cases with the
-//!   same simulation share it.
+//!   same simulation share it. A [`SimStore`] ([`CalOptions::store`]) keeps them beyond the run,
+//!   so that an interrupted calibration resumes where it stopped.
 //!
 //! Deterministic: the result does not depend on the number of threads.
 //!
@@ -98,6 +99,26 @@ pub struct CalOptions {
     /// Sample long kernels (`calibrate --sample`, as `correlate --sample`): every simulation of
     /// the fit, its folds and its transfers. `None`: full detail.
     pub sample: Option<gpusim_sim_core::SampleOptions>,
+    /// Where finished simulations are kept and looked up before simulating (`calibrate
+    /// --resume DIR`); `None`: within this run only.
+    pub store: Option<std::sync::Arc<dyn SimStore>>,
+}
+
+/// Finished simulations kept beyond one calibration, so that a fit that was stopped (Ctrl-C,
+/// SIGKILL, the end of a session) resumes without simulating again what it had simulated.
+///
+/// Contract: `key` names one simulation completely within one build of gpusim: the candidate
+/// chip (the hash of its resolved TOML), the case's simulation ([`crate::correlate::Job`]) and
+/// the sampling. The store must tell builds apart itself (a result depends on the model's code,
+/// which the key does not see). `get` returns what a `put` of the same key stored, or `None`;
+/// `put` is called once per finished simulation, from any worker thread, never for a
+/// simulation that was interrupted. A store that cannot keep a result loses only resumability:
+/// the calibration's results do not depend on it.
+pub trait SimStore: Send + Sync + std::fmt::Debug {
+    fn get(&self, key: &str) -> Option<Result<f64, String>>;
+    /// `what`: a line saying which simulation it was (config hash and job), for a reader of the
+    /// store.
+    fn put(&self, key: &str, what: &str, result: &Result<f64, String>);
 }
 
 impl Default for CalOptions {
@@ -116,6 +137,7 @@ impl Default for CalOptions {
             stop: None,
             progress: None,
             sample: None,
+            store: None,
         }
     }
 }

@@ -33,7 +33,7 @@ use crate::case::Case;
 use crate::gemm_cases::run_gemm;
 use crate::hash::hash_str;
 use crate::kernel_cases::{run_kernel_job, trace_hash};
-use crate::memory_cases::{self, arch_for};
+use crate::memory_cases;
 use crate::moe_cases::run_moe;
 use crate::panic::panic_message;
 use crate::stats::{Point, Summary, summarize};
@@ -153,13 +153,23 @@ struct JobResult {
     interrupted: bool,
 }
 
-/// Runs one job; a panic in a generator or the simulator becomes its error.
-fn run_job(job: &Job) -> JobResult {
+impl Options {
+    /// The chip the jobs on `preset` simulate: the stand-in named after it, or the preset.
+    fn chip(&self, preset: &str) -> Result<gpusim_configs::Arch, String> {
+        match &self.stand_in {
+            Some(s) if s.arch.name == preset => Ok(s.arch.clone()),
+            _ => load_preset(preset).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// Runs one job on `chip` (its preset's, at the job's clock); a panic in a generator or the
+/// simulator becomes its error.
+fn run_job(job: &Job, chip: Result<gpusim_configs::Arch, String>) -> JobResult {
     let t0 = Instant::now();
-    let preset = job.preset();
-    let mut r = JobResult { config_hash: config_hash(preset).ok(), ..JobResult::default() };
+    let mut r = JobResult { config_hash: chip.as_ref().ok().map(|a| hash_str(&to_toml(a))), ..JobResult::default() };
     let clock = job.clock_mhz();
-    let res: Result<f64, String> = arch_for(preset, clock).and_then(|arch| {
+    let res: Result<f64, String> = chip.and_then(|a| memory_cases::lock_clock(a, clock)).and_then(|arch| {
         r.clock_simulated_mhz = Some(arch.clocks.sm.0 as f64 / 1e6);
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<f64, String> {
             match job {
@@ -234,17 +244,10 @@ fn run_job(job: &Job) -> JobResult {
 }
 
 /// Simulates `job` on `base` (a chip, e.g. a candidate of `gpusim calibrate`) instead of its
-/// preset: the job's clock applies as in [`arch_for`]; the value is in the case's metric. A
+/// preset: the job's clock applies as in [`memory_cases::arch_for`]; the value is in the case's metric. A
 /// panic in a generator or the simulator becomes the error.
 pub fn simulate_on(job: &Job, base: &gpusim_configs::Arch) -> Result<f64, String> {
-    let mut arch = base.clone();
-    if let Some(mhz) = job.clock_mhz() {
-        if !(mhz.is_finite() && mhz > 0.0) {
-            return Err(format!("clock_mhz = {mhz} is not a clock"));
-        }
-        arch.clocks.lock_sm(gpusim_configs::Hertz((mhz * 1e6).round() as u64));
-        gpusim_configs::validate(&arch).map_err(|e| format!("{} at {mhz} MHz: {e}", arch.name))?;
-    }
+    let arch = memory_cases::lock_clock(base.clone(), job.clock_mhz())?;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
         Job::Gemm { shape, .. } => run_gemm(&arch, shape).map(|g| g.tflops),
         Job::Memory { bench, .. } => bench.run(&arch).map(|m| m.value),
@@ -436,7 +439,9 @@ pub fn correlate_with(cases: &[Case], opts: &Options, progress: &dyn Progress) -
             let r = match stopped() {
                 true => JobResult { interrupted: true, ..JobResult::default() },
                 false => {
-                    let r = crate::sim_options::with_options(opts.stop.clone(), job_sample[j], || run_job(job));
+                    let r = crate::sim_options::with_options(opts.stop.clone(), job_sample[j], || {
+                        run_job(job, opts.chip(job.preset()))
+                    });
                     // A job stopped part-way is as good as not run.
                     if stopped() && r.value.as_ref().is_some_and(|v| v.is_err()) {
                         JobResult { interrupted: true, ..JobResult::default() }
@@ -484,16 +489,17 @@ pub fn correlate_with(cases: &[Case], opts: &Options, progress: &dyn Progress) -
         })
         .collect();
     // The memory model each preset names (`sim.memory_model`): the simulations use it.
-    let models: BTreeSet<String> =
-        presets.iter().filter_map(|p| gpusim_configs::load_preset(p).ok()).map(|a| a.sim.memory_model).collect();
+    let chips: BTreeMap<&str, gpusim_configs::Arch> =
+        presets.iter().filter_map(|p| Some((*p, opts.chip(p).ok()?))).collect();
+    let models: BTreeSet<String> = chips.values().map(|a| a.sim.memory_model.clone()).collect();
     let memory_model =
         if models.is_empty() { "hierarchy".to_string() } else { models.into_iter().collect::<Vec<_>>().join(", ") };
-    let config_hashes = presets.into_iter().filter_map(|p| Some((p.to_string(), config_hash(p).ok()?))).collect();
+    let config_hashes = chips.iter().map(|(p, a)| (p.to_string(), hash_str(&to_toml(a)))).collect();
     Ok(Correlation {
         provenance: Provenance {
             gpusim_version: opts.info.gpusim_version.clone(),
             git_hash: opts.info.git_hash.clone(),
-            arch: opts.arch.as_str().to_string(),
+            arch: opts.stand_in.as_ref().map_or(opts.arch.as_str(), |s| &s.file).to_string(),
             kinds: opts.kinds.names(),
             data_files: opts.info.data_files.clone(),
             config_hashes,

@@ -164,6 +164,33 @@ pub struct Options {
     /// the accuracy gate samples the families its file marks `sampled` and runs the others in
     /// full detail.
     pub sample_families: Option<std::collections::BTreeSet<String>>,
+    /// A config that stands in for the built-in preset it is named after (`--arch FILE.toml`,
+    /// [`load_stand_in`]): every case that preset would run simulates this chip instead.
+    pub stand_in: Option<StandIn>,
+}
+
+/// A chip loaded from a file, simulated in place of the built-in preset of its name (a variant
+/// of that preset: a staged fit, a what-if), so that the preset's cases judge it.
+#[derive(Clone, Debug)]
+pub struct StandIn {
+    /// The file as the user named it (the provenance's `arch`).
+    pub file: String,
+    pub arch: gpusim_configs::Arch,
+}
+
+/// Loads `name_or_path` with the loader `gpusim run --arch` uses and checks that the chip is
+/// named after a built-in preset: its name is what picks the cases (and what a calibrated result
+/// inherits).
+pub fn load_stand_in(name_or_path: &str) -> Result<gpusim_configs::Arch, String> {
+    let arch = gpusim_configs::load(name_or_path).map_err(|e| e.to_string())?;
+    if !gpusim_configs::presets().iter().any(|(n, _)| *n == arch.name) {
+        return Err(format!(
+            "its name `{}` is not a built-in preset (a config stands in for the preset it is named after: set `name` to one of {})",
+            arch.name,
+            gpusim_configs::presets().iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(arch)
 }
 
 impl Default for Options {
@@ -177,6 +204,7 @@ impl Default for Options {
             stop: None,
             sample: None,
             sample_families: None,
+            stand_in: None,
         }
     }
 }

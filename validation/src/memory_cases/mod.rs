@@ -181,13 +181,17 @@ pub fn memory_case_plan(case: &Case) -> Plan {
 
 /// Loads `preset`, at `clock_mhz` when given (the SM clock only, then validated).
 pub fn arch_for(preset: &str, clock_mhz: Option<f64>) -> Result<Arch, String> {
-    let mut arch = load_preset(preset).map_err(|e| e.to_string())?;
+    lock_clock(load_preset(preset).map_err(|e| e.to_string())?, clock_mhz)
+}
+
+/// `arch` with its SM clock locked at `clock_mhz` (a case's stated clock), or as it is for `None`.
+pub fn lock_clock(mut arch: Arch, clock_mhz: Option<f64>) -> Result<Arch, String> {
     if let Some(mhz) = clock_mhz {
         if !(mhz.is_finite() && mhz > 0.0) {
             return Err(format!("clock_mhz = {mhz} is not a clock"));
         }
         arch.clocks.lock_sm(Hertz((mhz * 1e6).round() as u64));
-        validate(&arch).map_err(|e| format!("{preset} at {mhz} MHz: {e}"))?;
+        validate(&arch).map_err(|e| format!("{} at {mhz} MHz: {e}", arch.name))?;
     }
     Ok(arch)
 }
