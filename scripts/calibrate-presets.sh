@@ -2,7 +2,8 @@
 # Regenerates the built-in calibrated presets (configs/presets/*-calibrated.toml) and their
 # reports (docs/calibration/<preset>/calibration.md) from the reference data. Run it after any
 # change to the model, a preset or a workload generator, then rebuild (the presets are embedded)
-# and regenerate docs/accuracy.md. Takes about two hours of CPU; set THREADS to use more cores.
+# and regenerate docs/accuracy.md. Takes about five hours of CPU; set THREADS to use more cores, and
+# RESUME=DIR to keep the attention stages' simulations so that a stopped run resumes.
 #
 #   bash scripts/calibrate-presets.sh [path/to/gpusim]
 set -euo pipefail
@@ -25,15 +26,20 @@ threads=(--threads "${THREADS:-$(nproc)}")
 # the rebuild), and its fitted table is appended to that file.
 stage2=$(mktemp -d)
 trap 'rm -rf "${stage2}"' EXIT
+# Appends a second stage's fit ($1, a config calibrate wrote) to the first stage's file ($2): its
+# header as a comment, then its tables.
+append_stage() {
+  {
+    echo
+    echo "# Second stage, on the attention cases (scripts/calibrate-presets.sh):"
+    sed -n 's/^# /#   /p' "$1"
+    sed -n '/^\[/,$p' "$1"
+  } >> "$2"
+}
 "${gpusim}" calibrate --arch configs/presets/h100-sxm5-80gb-calibrated.toml "${data[@]}" "${threads[@]}" \
-  --kind attention --fit pipes.mufu.latency --sample --folds 5 \
+  --kind attention --fit pipes.mufu.latency --sample --folds 5 ${RESUME:+--resume "${RESUME}/h100-attention"} \
   -o "${stage2}/attention.toml" --report docs/calibration/h100-sxm5-80gb-attention
-{
-  echo
-  echo "# Second stage, on the attention cases (scripts/calibrate-presets.sh):"
-  sed -n 's/^# /#   /p' "${stage2}/attention.toml"
-  sed -n '/^\[/,$p' "${stage2}/attention.toml"
-} >> configs/presets/h100-sxm5-80gb-calibrated.toml
+append_stage "${stage2}/attention.toml" configs/presets/h100-sxm5-80gb-calibrated.toml
 
 # The H200 and the H800 SXM5 have the H100 SXM5's SM: they take its fit (their own GEMM cases,
 # one H200 case, none on the H800 SXM5, are then held out of the fit entirely).
@@ -64,6 +70,18 @@ done
   --folds 3 --max-iter 12 --transfer h800-pcie,h100-pcie,h100-sxm5-80gb,h200-sxm \
   -o configs/presets/a100-sxm4-80gb-calibrated.toml --report docs/calibration/a100-sxm4-80gb
 
+# A100 SM, second stage: the MUFU latency (the ISA table's estimate, 18 cycles; no reference case
+# measures it on Ampere) on the A100's attention cases (FlashAttention-2 forward+backward and the
+# unfused PyTorch attention), long kernels sampled, from the file the memory stage just wrote
+# (the chases and STREAM kernels issue no MUFU, so the two stages do not interact). Its table is
+# appended to that file, and carried to the A100 PCIe 40GB (the same GA100 SM; it has no
+# attention case). RESUME=DIR keeps the stage's simulations there (`calibrate --resume`), so
+# that a stopped run resumes.
+"${gpusim}" calibrate --arch configs/presets/a100-sxm4-80gb-calibrated.toml "${data[@]}" "${threads[@]}" \
+  --kind attention --fit pipes.mufu.latency --sample --folds 5 ${RESUME:+--resume "${RESUME}/a100-attention"} \
+  -o "${stage2}/a100-attention.toml" --report docs/calibration/a100-sxm4-80gb-attention
+append_stage "${stage2}/a100-attention.toml" configs/presets/a100-sxm4-80gb-calibrated.toml
+
 # The other parts with latency cases, each on its own cases (the A100's fit does not carry across
 # generations, see above), so that every latency case has a cross-validated error:
 # - H800 PCIe: the memory latencies on its latency cases (and its TMA bandwidth case);
@@ -77,6 +95,12 @@ done
 "${gpusim}" calibrate --arch a100-pcie-40gb "${data[@]}" "${threads[@]}" --kind latency \
   --fit l1.hit_latency,l2.hit_latency,hbm.latency --folds 3 --max-iter 12 \
   -o configs/presets/a100-pcie-40gb-calibrated.toml --report docs/calibration/a100-pcie-40gb
+{
+  echo
+  echo "# The A100 SXM4's MUFU latency (the same GA100 SM), fitted on its attention cases"
+  echo "# (a100-sxm4-80gb-calibrated.toml's second stage); nothing here was fitted to this part's cases."
+  sed -n '/^\[/,$p' "${stage2}/a100-attention.toml"
+} >> configs/presets/a100-pcie-40gb-calibrated.toml
 "${gpusim}" calibrate --arch h100-pcie "${data[@]}" "${threads[@]}" --kind bandwidth \
   --fit hbm.refresh_time --folds 5 --max-iter 8 \
   -o configs/presets/h100-pcie-calibrated.toml --report docs/calibration/h100-pcie

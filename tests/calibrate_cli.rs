@@ -177,21 +177,20 @@ fn a_resumed_calibration_simulates_only_what_is_missing() {
         .map(|a| a.to_string())
         .collect()
     };
+    let kept = || std::fs::read_dir(store.join("sims")).map_or(0, |r| r.count());
     let run = |name: &str| {
         let (out, rep) = (d.join(format!("{name}.toml")), d.join(name));
         let a = args(&out, &rep);
         let o = gpusim(&a.iter().map(String::as_str).collect::<Vec<_>>());
         let (stdout, err) = text(&o);
         assert!(o.status.success(), "{stdout}\n{err}");
-        let sims: usize = stdout
-            .lines()
-            .find_map(|l| l.strip_suffix(" simulation(s)"))
-            .unwrap_or_else(|| panic!("{stdout}"))
-            .parse()
-            .unwrap();
+        let line = stdout.lines().find(|l| l.contains(" simulation(s)")).unwrap_or_else(|| panic!("{stdout}"));
+        let sims: usize = line.split(' ').next().unwrap().parse().unwrap();
+        // What the store held is said, not hidden in the count.
+        let kept = kept();
+        assert_eq!(line.contains(&format!(", {} more kept by an earlier run", kept - sims)), kept > sims, "{line}");
         (std::fs::read_to_string(&out).unwrap(), std::fs::read_to_string(rep.join("calibration.md")).unwrap(), sims)
     };
-    let kept = || std::fs::read_dir(store.join("sims")).map_or(0, |r| r.count());
 
     // Killed part-way: what finished is kept, whole.
     let (out, rep) = (d.join("killed.toml"), d.join("killed"));

@@ -29,6 +29,8 @@ pub(super) struct Evaluator<'a> {
     pub(super) case_job: Vec<usize>,
     pub(super) cache: Mutex<HashMap<(String, usize), Result<f64, String>>>,
     pub(super) sims: AtomicUsize,
+    /// Simulations found in the store (not counted in `sims`).
+    pub(super) reused: AtomicUsize,
     /// [`super::CalOptions::progress`].
     pub(super) progress: Option<Arc<AtomicUsize>>,
     pub(super) stop: Option<Arc<AtomicBool>>,
@@ -72,6 +74,7 @@ impl Evaluator<'_> {
                 if let (Some(store), Some(k)) = (&self.store, &stored)
                     && let Some(r) = store.get(k)
                 {
+                    self.reused.fetch_add(1, Ordering::Relaxed);
                     self.cache.lock().expect("cache").insert(key, r.clone());
                     return (j, r);
                 }
@@ -234,6 +237,7 @@ pub(super) fn evaluator<'a>(
         case_job,
         cache: Mutex::new(HashMap::new()),
         sims: AtomicUsize::new(0),
+        reused: AtomicUsize::new(0),
         progress: opts.progress.clone(),
         stop: opts.stop.clone(),
         sample: opts.sample,

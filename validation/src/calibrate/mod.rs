@@ -212,6 +212,8 @@ pub struct Calibration {
     /// `(id, reason)` of the cases not used.
     pub skipped: Vec<(String, String)>,
     pub simulations: usize,
+    /// Simulations found in [`CalOptions::store`], kept by an earlier run, not run again.
+    pub reused: usize,
     pub preset_hash: String,
     /// `--sample`'s options when long kernels were sampled; `None`: full detail.
     pub sampled: Option<String>,
@@ -241,8 +243,9 @@ pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalEr
         if ev.stopped() {
             return Err(CalError {
                 message: format!(
-                    "interrupted after {} simulations: nothing was fitted",
-                    ev.sims.load(Ordering::Relaxed)
+                    "interrupted after {} simulations: nothing was fitted{}",
+                    ev.sims.load(Ordering::Relaxed),
+                    if opts.store.is_some() { " (what finished is kept: rerun the command to resume)" } else { "" }
                 ),
                 interrupted: true,
             });
@@ -258,6 +261,7 @@ pub fn calibrate(cases: &[Case], opts: &CalOptions) -> Result<Calibration, CalEr
             cases,
             skipped,
             simulations: ev.sims.load(Ordering::Relaxed),
+            reused: ev.reused.load(Ordering::Relaxed),
             preset_hash: hash_str(&rendered),
             sampled: opts.sample.map(|o| o.to_string()),
         })

@@ -76,7 +76,11 @@ impl Calibration {
         for (id, why) in &self.skipped {
             s += &format!("skipped {id}: {why}\n");
         }
-        s += &format!("\n{} simulation(s)\n", self.simulations);
+        s += &format!("\n{} simulation(s)", self.simulations);
+        if self.reused > 0 {
+            s += &format!(", {} more kept by an earlier run (--resume)", self.reused);
+        }
+        s += "\n";
         s
     }
 
