@@ -68,6 +68,9 @@ impl DirStore {
             let text = serde_json::to_string_pretty(&here).expect("serialisable") + "\n";
             write_atomic(&build, text.as_bytes())?;
         }
+        // A run killed while writing a result leaves its temporary file: the result itself was
+        // not kept, and is simulated again.
+        crate::output::remove_stale_temporaries(&sims);
         Ok(DirStore { sims, warned: AtomicBool::new(false) })
     }
 

@@ -177,7 +177,12 @@ fn a_resumed_calibration_simulates_only_what_is_missing() {
         .map(|a| a.to_string())
         .collect()
     };
-    let kept = || std::fs::read_dir(store.join("sims")).map_or(0, |r| r.count());
+    // Kept results; a killed run's temporary file (hidden) is not one.
+    let kept = || {
+        std::fs::read_dir(store.join("sims"))
+            .map_or(0, |r| r.flatten().filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count())
+    };
+    let all_files = || std::fs::read_dir(store.join("sims")).map_or(0, |r| r.count());
     let run = |name: &str| {
         let (out, rep) = (d.join(format!("{name}.toml")), d.join(name));
         let a = args(&out, &rep);
@@ -213,6 +218,7 @@ fn a_resumed_calibration_simulates_only_what_is_missing() {
     let (config, report, sims) = run("resumed");
     eprintln!("kept {before} before the kill, {sims} simulated on resuming");
     assert_eq!(kept(), before + sims);
+    assert_eq!(all_files(), kept(), "the killed run's temporary files are cleared on resuming");
     let (config2, report2, sims2) = run("again");
     assert_eq!(sims2, 0, "a complete store leaves nothing to simulate");
     assert_eq!((&config, &report), (&config2, &report2));

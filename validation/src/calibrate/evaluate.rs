@@ -93,7 +93,13 @@ impl Evaluator<'_> {
                     p.fetch_add(1, Ordering::Relaxed);
                 }
                 if let (Some(store), Some(k)) = (&self.store, &stored) {
-                    store.put(k, &format!("config {hash}: {:?}", self.jobs[j]), &r);
+                    let set: Vec<String> = self
+                        .params
+                        .iter()
+                        .zip(values)
+                        .map(|(p, v)| format!("{} = {}", p.key, p.toml_value(*v)))
+                        .collect();
+                    store.put(k, &format!("{} (config {hash}): {:?}", set.join(", "), self.jobs[j]), &r);
                 }
                 self.cache.lock().expect("cache").insert(key, r.clone());
                 (j, r)

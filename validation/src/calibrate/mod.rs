@@ -116,8 +116,8 @@ pub struct CalOptions {
 /// the calibration's results do not depend on it.
 pub trait SimStore: Send + Sync + std::fmt::Debug {
     fn get(&self, key: &str) -> Option<Result<f64, String>>;
-    /// `what`: a line saying which simulation it was (config hash and job), for a reader of the
-    /// store.
+    /// `what`: a line saying which simulation it was (the candidate's values, its config hash
+    /// and the job), for a reader of the store.
     fn put(&self, key: &str, what: &str, result: &Result<f64, String>);
 }
 
