@@ -1,8 +1,10 @@
 //! `gpusim calibrate --resume DIR`: the calibration's finished simulations, one file each, so
 //! that a fit stopped by Ctrl-C, SIGKILL or the end of a session resumes where it stopped.
 //!
-//! Layout: `DIR/build.json` (the gpusim version and commit that wrote the results, checked on
-//! every resume: a result depends on the model's code, which the keys do not see) and
+//! Layout: `DIR/build.json` (the gpusim version and model hash that wrote the results, checked
+//! on every resume: a result depends on the model's code, which the keys do not see; the hash
+//! is of the model's sources, build.rs, so commits that change only the CLI, docs or tests
+//! resume, and uncommitted model changes do not) and
 //! `DIR/sims/<key>.json`, one per simulation, each written atomically ([`write_atomic`]), so a
 //! killed run leaves whole files or none. A result is kept only once its simulation finished;
 //! an interrupted one is never written.
@@ -16,10 +18,20 @@ use serde::{Deserialize, Serialize};
 use crate::error::{CliError, CliResult};
 use crate::output::write_atomic;
 
-#[derive(Serialize, Deserialize, PartialEq, Debug)]
+#[derive(Serialize, Deserialize, Debug)]
 struct Build {
     gpusim_version: String,
+    /// `GPUSIM_MODEL_HASH` (build.rs): what must match.
+    #[serde(default)]
+    model_hash: String,
+    /// The commit of the build that began the directory: for a reader only.
     git_hash: String,
+}
+
+impl Build {
+    fn same_model(&self, other: &Build) -> bool {
+        self.gpusim_version == other.gpusim_version && self.model_hash == other.model_hash
+    }
 }
 
 /// One kept simulation.
@@ -44,7 +56,11 @@ impl DirStore {
     /// Opens `dir` (created if missing) for the build `git_hash`; a directory written by another
     /// build is refused.
     pub fn open(dir: &Path, git_hash: &str) -> CliResult<DirStore> {
-        let here = Build { gpusim_version: env!("CARGO_PKG_VERSION").to_string(), git_hash: git_hash.to_string() };
+        let here = Build {
+            gpusim_version: env!("CARGO_PKG_VERSION").to_string(),
+            model_hash: env!("GPUSIM_MODEL_HASH").to_string(),
+            git_hash: git_hash.to_string(),
+        };
         let sims = dir.join("sims");
         std::fs::create_dir_all(&sims)
             .map_err(|e| CliError::input(format!("--resume {}: cannot create: {e}", dir.display())))?;
@@ -54,14 +70,22 @@ impl DirStore {
                 .map_err(|e| CliError::input(format!("{}: cannot read: {e}", build.display())))?;
             let old: Build = serde_json::from_str(&text)
                 .map_err(|e| CliError::input(format!("{}: not a calibration's build record: {e}", build.display())))?;
-            if old != here {
+            if !old.same_model(&here) {
+                let model = |b: &Build| {
+                    if b.model_hash.is_empty() {
+                        "no model hash".to_string()
+                    } else {
+                        format!("model {}", b.model_hash)
+                    }
+                };
                 return Err(CliError::input(format!(
-                    "--resume {}: holds simulations of gpusim {} ({}), this is gpusim {} ({}): results of another build are not reused; choose another directory or delete it",
+                    "--resume {}: holds simulations of another build's model (gpusim {}, {}, begun at commit {}); this is gpusim {}, {}: they are not reused; choose another directory or delete it",
                     dir.display(),
                     old.gpusim_version,
+                    model(&old),
                     old.git_hash,
                     here.gpusim_version,
-                    here.git_hash
+                    model(&here)
                 )));
             }
         } else {

@@ -232,10 +232,17 @@ fn a_resumed_calibration_simulates_only_what_is_missing() {
     assert_eq!(report, std::fs::read_to_string(rep.join("calibration.md")).unwrap());
 
     // Another build's results are refused.
-    std::fs::write(store.join("build.json"), r#"{"gpusim_version": "0.0.1", "git_hash": "0123abc"}"#).unwrap();
+    let build: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(store.join("build.json")).unwrap()).unwrap();
+    assert_eq!(build["model_hash"].as_str().map(str::len), Some(16), "{build}");
+    std::fs::write(
+        store.join("build.json"),
+        r#"{"gpusim_version": "0.1.0", "model_hash": "0123456789abcdef", "git_hash": "0123abc"}"#,
+    )
+    .unwrap();
     let (out, rep) = (d.join("other.toml"), d.join("other"));
     let a = args(&out, &rep);
-    fails_with(&a.iter().map(String::as_str).collect::<Vec<_>>(), &["another build", "0123abc"]);
+    fails_with(&a.iter().map(String::as_str).collect::<Vec<_>>(), &["another build", "0123456789abcdef"]);
     let _ = std::fs::remove_dir_all(&d);
 }
 
