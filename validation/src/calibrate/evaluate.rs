@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::params::{CalParam, DEFAULT_FIT_GEMM, DEFAULT_FIT_MEMORY, ValueKind, apply_values, resolve_params};
 use super::{CalCase, CalError, CalOptions, Errors, SimStore, err};
-use crate::correlate::{ArchChoice, CasePlan, Job, plan_case, simulate_on};
+use crate::correlate::{ArchChoice, CasePlan, Job, arch_hash, plan_case, simulate_on};
 use crate::hash::hash_str;
 use crate::memory_cases;
 use crate::optimize::{NmOptions, nelder_mead};
@@ -53,7 +53,7 @@ impl Evaluator<'_> {
     pub(super) fn simulate(&self, values: &[f64], subset: &[usize]) -> Vec<Result<f64, String>> {
         let arch = apply_values(&self.base, &self.params, values);
         let hash = match &arch {
-            Ok(a) => hash_str(&to_toml(a)),
+            Ok(a) => arch_hash(a),
             Err(e) => return subset.iter().map(|_| Err(e.clone())).collect(),
         };
         let arch = arch.expect("checked");

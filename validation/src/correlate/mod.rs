@@ -132,8 +132,12 @@ pub struct Correlation {
 
 /// Stable hash of a preset's fully resolved TOML ([`gpusim_configs::to_toml`]).
 pub fn config_hash(preset: &str) -> Result<String, String> {
-    let arch = load_preset(preset).map_err(|e| e.to_string())?;
-    Ok(hash_str(&to_toml(&arch)))
+    Ok(arch_hash(&load_preset(preset).map_err(|e| e.to_string())?))
+}
+
+/// Stable hash of a chip's fully resolved TOML: what [`config_hash`] gives for a preset.
+pub fn arch_hash(arch: &gpusim_configs::Arch) -> String {
+    hash_str(&to_toml(arch))
 }
 
 /// The outcome of one simulation (shared by every case with the same [`Job`]).
@@ -167,7 +171,7 @@ impl Options {
 /// simulator becomes its error.
 fn run_job(job: &Job, chip: Result<gpusim_configs::Arch, String>) -> JobResult {
     let t0 = Instant::now();
-    let mut r = JobResult { config_hash: chip.as_ref().ok().map(|a| hash_str(&to_toml(a))), ..JobResult::default() };
+    let mut r = JobResult { config_hash: chip.as_ref().ok().map(arch_hash), ..JobResult::default() };
     let clock = job.clock_mhz();
     let res: Result<f64, String> = chip.and_then(|a| memory_cases::lock_clock(a, clock)).and_then(|arch| {
         r.clock_simulated_mhz = Some(arch.clocks.sm.0 as f64 / 1e6);
@@ -244,8 +248,8 @@ fn run_job(job: &Job, chip: Result<gpusim_configs::Arch, String>) -> JobResult {
 }
 
 /// Simulates `job` on `base` (a chip, e.g. a candidate of `gpusim calibrate`) instead of its
-/// preset: the job's clock applies as in [`memory_cases::arch_for`]; the value is in the case's metric. A
-/// panic in a generator or the simulator becomes the error.
+/// preset: the job's clock applies ([`memory_cases::lock_clock`]); the value is in the case's
+/// metric. A panic in a generator or the simulator becomes the error.
 pub fn simulate_on(job: &Job, base: &gpusim_configs::Arch) -> Result<f64, String> {
     let arch = memory_cases::lock_clock(base.clone(), job.clock_mhz())?;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
@@ -494,7 +498,7 @@ pub fn correlate_with(cases: &[Case], opts: &Options, progress: &dyn Progress) -
     let models: BTreeSet<String> = chips.values().map(|a| a.sim.memory_model.clone()).collect();
     let memory_model =
         if models.is_empty() { "hierarchy".to_string() } else { models.into_iter().collect::<Vec<_>>().join(", ") };
-    let config_hashes = chips.iter().map(|(p, a)| (p.to_string(), hash_str(&to_toml(a)))).collect();
+    let config_hashes = chips.iter().map(|(p, a)| (p.to_string(), arch_hash(a))).collect();
     Ok(Correlation {
         provenance: Provenance {
             gpusim_version: opts.info.gpusim_version.clone(),
