@@ -11,8 +11,8 @@
 //!   masked only: BN/8 × IADD3; per S element ISETP.GE.AND + FSEL        # causal / boundary
 //!   DEPBAR.LE SB0 0; BAR.SYNC; LDGSTS K(n−1); LDGDEPBAR                # V(n) has landed
 //!   softmax_rescale_o: per S element FMNMX; per row 2 × (SHFL.BFLY; FMNMX), FADD, FMUL,
-//!     MUFU.EX2, FMUL (m·scale), FMUL (row sum rescale); per O element FMUL;
-//!     per S element FFMA + MUFU.EX2 + FADD (row sum)
+//!     MUFU.EX2, FMUL (m·scale), FMUL (row sum rescale); per S element FFMA; per S element
+//!     MUFU.EX2, the per-O-element rescale FMULs between them; per S element FADD (row sum)
 //!   per S pair F2FP.PACK_AB                                              # P in registers
 //!   BN/16 × [d/16 × (LDSM.16.MT88.4 (Vᵀ); 2·ms × HMMA)]                  # O += P·V
 //!   IADD3; ISETP.GT.AND; BRA
@@ -406,42 +406,72 @@ fn iteration(
 }
 
 /// FA2's `softmax_rescale_o`: row max, rescale of O and the row sum, P = exp2(S·scale − m·scale).
+///
+/// The order is the compiled kernel's (workloads/cuda/sass/fa2_fwd_sm80.sass), not the source's
+/// element-by-element one, because a warp issues in order and waits at the first instruction
+/// whose operands are pending: the reductions visit the thread's rows interleaved (consecutive
+/// FMNMX and FADD belong to different rows' chains), every FFMA comes before the first
+/// MUFU.EX2, the O rescale FMULs fill the MUFU pipe's issue gaps, and the row sums are added
+/// after the last exponential. Per element FFMA → MUFU.EX2 → FADD would hold the warp for the
+/// MUFU latency at every S element, which ptxas never emits.
 fn softmax_rescale(pl: &Plan, c: &mut Code) {
     let g = pl.regs;
-    for i in 0..pl.ms {
-        for h in 0..2u64 {
-            let row = (2 * i + h) as u8;
-            let m = r(g.m + row);
-            for j in 0..pl.nn {
-                for k in 0..2 {
-                    c.op("FMNMX", &[m], &[m, r(s_reg(pl, i, j, 2 * h + k))]);
-                }
-            }
-            for _ in 0..2 {
-                c.op("SHFL.BFLY", &[r(TMP)], &[m]).op("FMNMX", &[m], &[m, r(TMP)]);
-            }
-            let (sc, t, l) = (r(g.sc + row), r(g.t + row), r(g.l + row));
-            c.op("FADD", &[sc], &[m, sc]).op("FMUL", &[sc], &[sc, r(SCALE)]).op("MUFU.EX2", &[sc], &[sc]);
-            c.op("FMUL", &[t], &[m, r(SCALE)]).op("FMUL", &[l], &[l, sc]);
+    let rows = (2 * pl.ms) as u8;
+    // S elements column pair by column pair, the rows interleaved; with the element's row.
+    let (ms, nn) = (pl.ms, pl.nn);
+    let by_column = move || {
+        (0..nn).flat_map(move |j| {
+            (0..2).flat_map(move |k| {
+                (0..ms).flat_map(move |i| (0..2).map(move |h| (s_reg(pl, i, j, 2 * h + k), (2 * i + h) as u8)))
+            })
+        })
+    };
+    for (x, row) in by_column() {
+        c.op("FMNMX", &[r(g.m + row)], &[r(g.m + row), r(x)]);
+    }
+    // The quad's 4 threads: the scaled-max register is free until its FMUL below.
+    for _ in 0..2 {
+        for row in 0..rows {
+            c.op("SHFL.BFLY", &[r(g.t + row)], &[r(g.m + row)]);
+        }
+        for row in 0..rows {
+            c.op("FMNMX", &[r(g.m + row)], &[r(g.m + row), r(g.t + row)]);
         }
     }
-    for i in 0..pl.ms {
-        for j in 0..pl.nd {
-            for k in 0..4 {
-                let x = r(o_reg(pl, i, j, k));
-                c.op("FMUL", &[x], &[x, r(g.sc + (2 * i + k / 2) as u8)]);
-            }
+    for row in 0..rows {
+        c.op("FADD", &[r(g.sc + row)], &[r(g.m + row), r(g.sc + row)]);
+    }
+    for row in 0..rows {
+        c.op("FMUL", &[r(g.sc + row)], &[r(g.sc + row), r(SCALE)]);
+    }
+    for row in 0..rows {
+        c.op("MUFU.EX2", &[r(g.sc + row)], &[r(g.sc + row)]);
+    }
+    for row in 0..rows {
+        c.op("FMUL", &[r(g.t + row)], &[r(g.m + row), r(SCALE)]);
+    }
+    for row in 0..rows {
+        c.op("FMUL", &[r(g.l + row)], &[r(g.l + row), r(g.sc + row)]);
+    }
+    for (x, row) in by_column() {
+        c.op("FFMA", &[r(x)], &[r(x), r(SCALE), r(g.t + row)]);
+    }
+    // One MUFU.EX2 per element, the O rescale spread evenly between them.
+    let o: Vec<(u8, u8)> = (0..pl.ms)
+        .flat_map(|i| (0..pl.nd).flat_map(move |j| (0..4).map(move |k| (o_reg(pl, i, j, k), (2 * i + k / 2) as u8))))
+        .collect();
+    let n_el = (pl.ms * pl.nn * 4) as usize;
+    let mut next_o = 0;
+    for (e, (x, _)) in by_column().enumerate() {
+        c.op("MUFU.EX2", &[r(x)], &[r(x)]);
+        while next_o < o.len() * (e + 1) / n_el {
+            let (y, row) = o[next_o];
+            c.op("FMUL", &[r(y)], &[r(y), r(g.sc + row)]);
+            next_o += 1;
         }
     }
-    for i in 0..pl.ms {
-        for j in 0..pl.nn {
-            for k in 0..4 {
-                let row = (2 * i + k / 2) as u8;
-                let x = r(s_reg(pl, i, j, k));
-                c.op("FFMA", &[x], &[x, r(SCALE), r(g.t + row)]).op("MUFU.EX2", &[x], &[x]);
-                c.op("FADD", &[r(g.l + row)], &[r(g.l + row), x]);
-            }
-        }
+    for (x, row) in by_column() {
+        c.op("FADD", &[r(g.l + row)], &[r(g.l + row), r(x)]);
     }
 }
 

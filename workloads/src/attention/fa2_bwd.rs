@@ -17,8 +17,8 @@
 //! DEPBAR.LE SB0 0; BAR.SYNC                                   # Q(m), dO(m) have landed
 //! LDG.E LSE, D (the warp's rows)
 //! S:   LDSM Q, LDSM K, HMMA;  then LDGSTS Q(m−1); LDGDEPBAR   # Q double-buffered
-//! per S element FFMA + MUFU.EX2 (P); masked: ISETP + FSEL
-//! dP:  LDSM dO, LDSM V, HMMA; per element FADD + FMUL (dS)
+//! per S element FFMA, then per S element MUFU.EX2 (P); masked: ISETP + FSEL
+//! dP:  LDSM dO, LDSM V, HMMA; per element FADD, then per element FMUL (dS)
 //! F2FP P, dS; STS P, dS; BAR.SYNC
 //! dV:  LDSM.T Pᵀ, LDSM.T dO, HMMA;  then LDGSTS dO(m−1); LDGDEPBAR
 //! dQ:  LDSM dS, LDSM.T K, HMMA;  per dQ element RED.E.ADD.F32.FTZ.RN
@@ -528,9 +528,15 @@ impl Ctx<'_> {
             copy_tile(c, (self.qblk)(self.tens.q, m, konst - 1), bm, row, self.pq, THREADS, (8, 2));
             c.op("LDGDEPBAR", &[], &[]);
         }
+        // P = exp2(S·scale − LSE): every FFMA before the first MUFU.EX2, as ptxas orders them (a
+        // warp issues in order: FFMA → MUFU per element would wait out the FFMA latency at each).
         for k in 0..n_s {
             let x = r(g.s + k as u8);
-            c.op("FFMA", &[x], &[x, r(12), r(13)]).op("MUFU.EX2", &[x], &[x]);
+            c.op("FFMA", &[x], &[x, r(12), r(13)]);
+        }
+        for k in 0..n_s {
+            let x = r(g.s + k as u8);
+            c.op("MUFU.EX2", &[x], &[x]);
         }
         if masked {
             for k in 0..n_s {
@@ -539,9 +545,14 @@ impl Ctx<'_> {
             }
         }
         self.gs.emit(c, self.mma, ("LDSM.16.M88.4", self.s_do), ("LDSM.16.M88.4", self.s_v), g.dp, g, false);
+        // dS = P∘(dP − D), the FADDs first for the same reason.
+        for k in 0..n_s {
+            let x = r(g.dp + k as u8);
+            c.op("FADD", &[x], &[x, r(14)]);
+        }
         for k in 0..n_s {
             let (x, p) = (r(g.dp + k as u8), r(g.s + k as u8));
-            c.op("FADD", &[x], &[x, r(14)]).op("FMUL", &[x], &[x, p]);
+            c.op("FMUL", &[x], &[x, p]);
         }
         for k in 0..n_s / 2 {
             c.op(s.dtype.pack(), &[r(g.s + k as u8)], &[rr(g.s + 2 * k as u8, 2)]);
