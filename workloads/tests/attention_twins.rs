@@ -26,6 +26,13 @@
 //!   90 `MUFU.EX2`. Producer warp (× 1): 2 `UTMALDG`, 4 `SYNCS` (2 empty waits, 2 expect-tx
 //!   arrives).
 //!
+//! ## Order, where it decides timing
+//! A warp issues in order, so the order of a dependent pair matters as much as its count:
+//! `fa2_recipe_reads_its_exponentials_as_late_as_the_twin` checks that the FA2 recipe reads no
+//! more of its KV loop's `MUFU.EX2` results within the next two instructions than the twin does
+//! (none). Until 7 December the recipe read every one at once (`FFMA → MUFU.EX2 → FADD` per score
+//! element), which held each warp for the MUFU latency 64 times per KV block.
+//!
 //! ## Differences, asserted or not compared
 //! - FA2: ptxas pads the `cp.async` groups of the twin's loop with 6 never-executed `@!PT LDS`
 //!   (asserted by `fa2_twin_matches_the_fa2_recipe`: 6 in the SASS loop, no `LDS` in the recipe's).
@@ -231,4 +238,73 @@ fn fa3_loops_are_the_kv_loops() {
     let consumer = k.programs.iter().find(|p| p.name.starts_with("consumer")).expect("a consumer program");
     let loops = consumer.steps.iter().filter(|st| matches!(st, Step::Loop { .. })).count();
     assert!(loops >= 2, "the persistent tile loop and the KV loop");
+}
+
+/// For each MUFU.EX2 of a straight-line loop body, how many instructions later its result is
+/// first read (`None`: not in the body). A warp issues in order, so a read right after the
+/// exponential holds it for the MUFU latency; ptxas schedules the reads late.
+fn ex2_read_distances(body: &[(bool, Vec<String>, Vec<String>)]) -> Vec<Option<usize>> {
+    body.iter()
+        .enumerate()
+        .filter(|(_, (ex2, _, _))| *ex2)
+        .map(|(i, (_, dst, _))| {
+            body[i + 1..].iter().position(|(_, _, src)| src.iter().any(|s| dst.contains(s))).map(|d| d + 1)
+        })
+        .collect()
+}
+
+/// Share of the body's exponentials read by one of the next `near` instructions.
+fn ex2_read_soon(body: &[(bool, Vec<String>, Vec<String>)], near: usize) -> f64 {
+    let d = ex2_read_distances(body);
+    assert!(d.len() >= 64, "expected FA2's 64 + 4 exponentials in the body, found {}", d.len());
+    d.iter().filter(|x| x.is_some_and(|x| x <= near)).count() as f64 / d.len() as f64
+}
+
+#[test]
+fn fa2_recipe_reads_its_exponentials_as_late_as_the_twin() {
+    // The twin's KV loop: the innermost SASS loop holding HMMA, operands as registers ("R209").
+    let sass = common::parse_sass(fa2_sass());
+    let (a, b) = common::sass_loops(&sass)
+        .into_iter()
+        .filter(|&(a, b)| sass.insts[a..b].iter().any(|x| x.base() == "HMMA"))
+        .min_by_key(|&(a, b)| b - a)
+        .expect("the twin's KV loop");
+    let regs = |ops: &str| -> Vec<String> {
+        ops.split([',', ' ', '[', ']', '+', '-', '|'])
+            .map(|t| t.split('.').next().unwrap_or(""))
+            .filter(|t| t.starts_with('R') && t[1..].parse::<u32>().is_ok())
+            .map(str::to_string)
+            .collect()
+    };
+    let twin: Vec<_> = sass.insts[a..=b]
+        .iter()
+        .map(|x| {
+            let r = regs(&x.operands);
+            let (dst, src) = if r.is_empty() { (vec![], vec![]) } else { (vec![r[0].clone()], r[1..].to_vec()) };
+            (x.mnemonic == "MUFU.EX2", dst, src)
+        })
+        .collect();
+    // The recipe's: the same tile's MMA loop (8 KV blocks, whole tiles: no masked iteration).
+    let k = kernel("a100-sxm4-80gb", &spec(Recipe::Fa2, 1, 128, 8 * 64));
+    let p = &k.cta(0).warps[0];
+    let (_, start) = common::program_kloop(p, &k, Role::Mma).expect("the recipe's KV loop");
+    let Step::Loop { end, .. } = p.steps[start] else { panic!("not a loop step") };
+    let names = |rs: &[gpusim_isa::RegRange]| -> Vec<String> {
+        rs.iter().flat_map(|r| (0..r.count as u16).map(move |j| format!("R{}", r.first.0 + j))).collect()
+    };
+    let recipe: Vec<_> = p.steps[start + 1..end as usize]
+        .iter()
+        .filter_map(|s| match s {
+            Step::Inst(i) => Some((k.ops.get(i.op).mnemonic == "MUFU.EX2", names(&i.dst), names(&i.src))),
+            _ => None,
+        })
+        .collect();
+    let (t, r) = (ex2_read_soon(&twin, 2), ex2_read_soon(&recipe, 2));
+    assert!(t < 0.1, "the twin reads {:.0}% of its exponentials within 2 instructions", 100.0 * t);
+    assert!(
+        r <= t + 0.05,
+        "the recipe reads {:.0}% of its exponentials within 2 instructions, the twin {:.0}%",
+        100.0 * r,
+        100.0 * t
+    );
 }
