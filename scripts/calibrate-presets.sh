@@ -70,10 +70,10 @@ done
   --folds 3 --max-iter 12 --transfer h800-pcie,h100-pcie,h100-sxm5-80gb,h200-sxm \
   -o configs/presets/a100-sxm4-80gb-calibrated.toml --report docs/calibration/a100-sxm4-80gb
 
-# No A100 attention stage: fitting the MUFU latency on the A100's attention cases (7 December,
-# docs/calibration/a100-sxm4-80gb-attention) runs to its lower bound, 1 cycle (out of fold 2.70%):
-# a latency at its bound stands for something else the model serialises behind MUFU in FA2, which
-# is to be found before a fitted value goes into a preset.
+# No A100 attention stage. Fitting the MUFU latency on the A100's attention cases (7 December,
+# docs/calibration/a100-sxm4-80gb-attention) ran to its lower bound, 1 cycle. That bound stood
+# for the FA2 recipe's per-element FFMA -> MUFU.EX2 -> FADD order, since fixed (4491e86). With
+# the ISA table's 18 cycles, the A100's attention errors are now out of sample (docs/accuracy.md).
 
 # The other parts with latency cases, each on its own cases (the A100's fit does not carry across
 # generations, see above), so that every latency case has a cross-validated error:
