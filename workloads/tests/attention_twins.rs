@@ -240,35 +240,29 @@ fn fa3_loops_are_the_kv_loops() {
     assert!(loops >= 2, "the persistent tile loop and the KV loop");
 }
 
-/// For each MUFU.EX2 of a straight-line loop body, how many instructions later its result is
-/// first read (`None`: not in the body). A warp issues in order, so a read right after the
-/// exponential holds it for the MUFU latency; ptxas schedules the reads late.
-fn ex2_read_distances(body: &[(bool, Vec<String>, Vec<String>)]) -> Vec<Option<usize>> {
-    body.iter()
-        .enumerate()
-        .filter(|(_, (ex2, _, _))| *ex2)
-        .map(|(i, (_, dst, _))| {
-            body[i + 1..].iter().position(|(_, _, src)| src.iter().any(|s| dst.contains(s))).map(|d| d + 1)
-        })
-        .collect()
+/// One instruction of a straight-line loop body: is it a MUFU.EX2, the registers it writes and
+/// those it reads (`"R209"`).
+struct Issued {
+    ex2: bool,
+    dst: Vec<String>,
+    src: Vec<String>,
 }
 
-/// Share of the body's exponentials read by one of the next `near` instructions.
-fn ex2_read_soon(body: &[(bool, Vec<String>, Vec<String>)], near: usize) -> f64 {
-    let d = ex2_read_distances(body);
-    assert!(d.len() >= 64, "expected FA2's 64 + 4 exponentials in the body, found {}", d.len());
-    d.iter().filter(|x| x.is_some_and(|x| x <= near)).count() as f64 / d.len() as f64
+/// Share of the body's exponentials whose result one of the next `near` instructions reads. A
+/// warp issues in order, so a read right after the exponential holds it for the MUFU latency;
+/// ptxas schedules the reads late.
+fn ex2_read_soon(body: &[Issued], near: usize) -> f64 {
+    let ex2: Vec<usize> = (0..body.len()).filter(|&i| body[i].ex2).collect();
+    assert!(ex2.len() >= 64, "expected FA2's 64 + 4 exponentials in the body, found {}", ex2.len());
+    let soon = |i: usize| body[i + 1..].iter().take(near).any(|x| x.src.iter().any(|s| body[i].dst.contains(s)));
+    ex2.iter().filter(|&&i| soon(i)).count() as f64 / ex2.len() as f64
 }
 
 #[test]
 fn fa2_recipe_reads_its_exponentials_as_late_as_the_twin() {
-    // The twin's KV loop: the innermost SASS loop holding HMMA, operands as registers ("R209").
+    // The twin's KV loop, as the mix comparison finds it; operands as registers ("R209").
     let sass = common::parse_sass(fa2_sass());
-    let (a, b) = common::sass_loops(&sass)
-        .into_iter()
-        .filter(|&(a, b)| sass.insts[a..b].iter().any(|x| x.base() == "HMMA"))
-        .min_by_key(|&(a, b)| b - a)
-        .expect("the twin's KV loop");
+    let (a, b) = common::sass_kloop_range(&sass, Role::Mma).expect("the twin's KV loop");
     let regs = |ops: &str| -> Vec<String> {
         ops.split([',', ' ', '[', ']', '+', '-', '|'])
             .map(|t| t.split('.').next().unwrap_or(""))
@@ -276,12 +270,12 @@ fn fa2_recipe_reads_its_exponentials_as_late_as_the_twin() {
             .map(str::to_string)
             .collect()
     };
-    let twin: Vec<_> = sass.insts[a..=b]
+    let twin: Vec<Issued> = sass.insts[a..=b]
         .iter()
         .map(|x| {
-            let r = regs(&x.operands);
-            let (dst, src) = if r.is_empty() { (vec![], vec![]) } else { (vec![r[0].clone()], r[1..].to_vec()) };
-            (x.mnemonic == "MUFU.EX2", dst, src)
+            let mut src = regs(&x.operands);
+            let dst = if src.is_empty() { vec![] } else { vec![src.remove(0)] };
+            Issued { ex2: x.mnemonic == "MUFU.EX2", dst, src }
         })
         .collect();
     // The recipe's: the same tile's MMA loop (8 KV blocks, whole tiles: no masked iteration).
@@ -292,10 +286,12 @@ fn fa2_recipe_reads_its_exponentials_as_late_as_the_twin() {
     let names = |rs: &[gpusim_isa::RegRange]| -> Vec<String> {
         rs.iter().flat_map(|r| (0..r.count as u16).map(move |j| format!("R{}", r.first.0 + j))).collect()
     };
-    let recipe: Vec<_> = p.steps[start + 1..end as usize]
+    let recipe: Vec<Issued> = p.steps[start + 1..end as usize]
         .iter()
         .filter_map(|s| match s {
-            Step::Inst(i) => Some((k.ops.get(i.op).mnemonic == "MUFU.EX2", names(&i.dst), names(&i.src))),
+            Step::Inst(i) => {
+                Some(Issued { ex2: k.ops.get(i.op).mnemonic == "MUFU.EX2", dst: names(&i.dst), src: names(&i.src) })
+            }
             _ => None,
         })
         .collect();

@@ -193,17 +193,7 @@ pub type Mix = BTreeMap<String, u64>;
 /// instruction and a synchronisation. For `Role::Producer`, loops holding tensor instructions do
 /// not count (they belong to the MMA warps).
 pub fn sass_kloop(s: &Sass, role: Role) -> Option<(Mix, (u32, u32))> {
-    let mut best: Option<(usize, usize)> = None;
-    for (a, b) in sass_loops(s) {
-        let body = &s.insts[a..=b];
-        let key = body.iter().any(|x| role.key(x.base()));
-        let sync = body.iter().any(|x| is_sync(x.base()));
-        let foreign = role == Role::Producer && body.iter().any(|x| is_tensor(x.base()));
-        if key && sync && !foreign && best.is_none_or(|(c, d)| b - a < d - c) {
-            best = Some((a, b));
-        }
-    }
-    let (a, b) = best?;
+    let (a, b) = sass_kloop_range(s, role)?;
     let mut mix = Mix::new();
     for x in &s.insts[a..=b] {
         // ptxas pads cp.async sequences with never-executed `@!PT LDS RZ, [RZ]`: keep them out of
@@ -215,6 +205,22 @@ pub fn sass_kloop(s: &Sass, role: Role) -> Option<(Mix, (u32, u32))> {
         *mix.entry(key).or_default() += 1;
     }
     Some((mix, (s.insts[a].pc, s.insts[b].pc)))
+}
+
+/// The instruction range (first, back-edge `BRA`) of the SASS k-loop of `role`, as
+/// [`sass_kloop`] picks it.
+pub fn sass_kloop_range(s: &Sass, role: Role) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    for (a, b) in sass_loops(s) {
+        let body = &s.insts[a..=b];
+        let key = body.iter().any(|x| role.key(x.base()));
+        let sync = body.iter().any(|x| is_sync(x.base()));
+        let foreign = role == Role::Producer && body.iter().any(|x| is_tensor(x.base()));
+        if key && sync && !foreign && best.is_none_or(|(c, d)| b - a < d - c) {
+            best = Some((a, b));
+        }
+    }
+    best
 }
 
 // ---------------------------------------------------------------------------------------------
