@@ -111,16 +111,10 @@ fn gqa_decode_reads_proportionally_fewer_kv_bytes() {
     assert!((3.6..=4.1).contains(&ratio), "MHA/GQA DRAM bytes = {ratio:.2}");
 }
 
-// Known wrong since 4491e86, so not run in CI: a documented gap, not a loosened bound.
-// The FA2 recipe now issues in the compiled order, which brought the 22 measured A100 cases to
-// 1.5% MAPE. On Hopper the same recipe runs too fast: FA3 574 against FA2 436 TFLOP/s, 1.32×.
-// The reason is that the model runs Hopper's mma.sync (HMMA) at the wgmma rate. No reference
-// case or sourced figure gives Hopper's mma.sync throughput; FlashAttention-3's paper puts FA2
-// at 35% of the H100 peak, the model at 44%. Before 4491e86 this test passed only because
-// every score element waited out the MUFU latency. Rerun it once a sourced Hopper mma.sync
-// rate is in the presets: `cargo test --test attention_hopper -- --ignored fa3_beats`.
+// What makes the margin is Hopper's mma.sync running at 2/3 of its wgmma rate
+// (`tensor.mma_sync_flops_per_clk_per_sm` in the h100 preset, from a cycle-counted benchmark):
+// FA2 cannot reach the tensor peak whatever its overlap. Without that rate the ratio is 1.32×.
 #[test]
-#[ignore = "known gap: Hopper mma.sync runs at the wgmma rate (no sourced figure), so FA2 on H100 is too fast (1.32x against 1.5-2.0x); see the comment"]
 fn fa3_beats_fa2_on_hopper_by_about_the_published_margin() {
     // FlashAttention-3 (Shah et al. 2024, arXiv 2407.08608, abstract): 1.5–2.0× FlashAttention-2
     // in the FP16 forward on H100. One non-causal d = 128 case at seqlen 2k.

@@ -169,10 +169,26 @@ pub struct Tensor {
     /// Dense FLOP per clock per SM by input type key (`fp16`, `bf16`, `tf32`, `fp8`, `int8`
     /// (ops), `fp6`, `fp4`, `fp64`). A missing key means the chip has no tensor support for it.
     pub flops_per_clk_per_sm: BTreeMap<String, f64>,
+    /// Synchronous (`mma.sync`) rate by input type key, where it differs from
+    /// `flops_per_clk_per_sm`; read it through [`Tensor::mma_sync_rate`].
+    pub mma_sync_flops_per_clk_per_sm: BTreeMap<String, f64>,
     /// Latency of a synchronous `mma.sync` (HMMA m16n8k16) from issue to result.
     pub mma_latency: Cycles,
     /// Latency of an asynchronous warpgroup MMA with N = 8; grows with N at the tensor rate.
     pub wgmma_base_latency: Cycles,
+}
+
+impl Tensor {
+    /// FLOP per clock per SM of a synchronous warp MMA on input type `key`: the part's own
+    /// `mma.sync` rate where it states one, else its dense tensor rate; 0 where neither has the
+    /// type (no tensor support for it).
+    pub fn mma_sync_rate(&self, key: &str) -> f64 {
+        self.mma_sync_flops_per_clk_per_sm
+            .get(key)
+            .or_else(|| self.flops_per_clk_per_sm.get(key))
+            .copied()
+            .unwrap_or(0.0)
+    }
 }
 
 /// L1 data cache and shared memory: one SRAM per SM.

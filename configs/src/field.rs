@@ -29,7 +29,7 @@ impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Val<T> {
 /// A parameter as a file may or may not set it.
 pub(crate) type Opt<T> = Option<Val<T>>;
 
-/// The `[tensor.flops_per_clk_per_sm]` table: one optional rate per input type key.
+/// A `[tensor.*flops_per_clk_per_sm]` table: one optional rate per input type key.
 pub(crate) type Rates = BTreeMap<String, Opt<f64>>;
 
 /// Deep merge of a file over the files it inherits from, field by field.
@@ -239,7 +239,7 @@ impl Field for Rates {
                     at,
                 });
             }
-            // 0 means "no tensor support for this type", which lets a file drop a parent's type.
+            // 0 removes the type, as if left out, which lets a file drop a parent's type.
             if rate == 0.0 {
                 out.remove(k);
             } else {
@@ -273,7 +273,9 @@ impl Field for Rates {
                 name: join(key, k),
                 description: format!("{} This entry: `{k}` inputs.", paragraph(doc)),
                 unit,
-                default: Some("0 (no tensor support for this type)".into()),
+                // What a type left out means differs by table (unsupported; the dense rate):
+                // each table's description says it.
+                default: Some("left out (see the description)".into()),
                 range: Some("≥ 0".into()),
                 expected: f64::EXPECTED,
                 kind: f64::KIND,

@@ -7,7 +7,7 @@
 //! inherits = "h100-sxm5-80gb"      # optional: a preset name or a path relative to this file
 //! compute_capability = "9.0"
 //! [clocks]  [sm]  [scheduler]  [pipes.<class>]  [opcodes.<BASE>]
-//! [tensor]  [tensor.flops_per_clk_per_sm]  [l1]  [l2]  [noc]  [hbm]  [sim]
+//! [tensor]  [tensor.flops_per_clk_per_sm]  [tensor.mma_sync_flops_per_clk_per_sm]  [l1]  [l2]  [noc]  [hbm]  [sim]
 //! ```
 
 use std::collections::BTreeMap;
@@ -128,6 +128,12 @@ section! {
         /// types) per clock per SM, by input type: fp16, bf16, tf32, fp64, fp8 (E4M3 and E5M2), fp6, fp4,
         /// int8, int4, b1. A type left out or set to 0 is not supported by the chip.
         flops_per_clk_per_sm: Rates, "FLOP/clk/SM";
+        /// Throughput of the synchronous warp-level MMA (`mma.sync`: HMMA, IMMA, DMMA), FLOP per
+        /// clock per SM, by the same input type keys. A type left out (or set to 0) runs at
+        /// `flops_per_clk_per_sm`'s rate, which is right where the part's only MMA is synchronous
+        /// (Volta to Ada). Hopper runs `mma.sync` below its warpgroup (`wgmma`) rate, so a
+        /// FlashAttention-2-style kernel there cannot reach the chip's tensor peak.
+        mma_sync_flops_per_clk_per_sm: Rates, "FLOP/clk/SM";
     }
 }
 

@@ -182,12 +182,18 @@ fn pipes(a: &Arch) -> Result<(), ConfigError> {
 
 fn tensor(a: &Arch) -> Result<(), ConfigError> {
     let known = rate_keys();
-    for (k, &v) in &a.tensor.flops_per_clk_per_sm {
-        let key = format!("tensor.flops_per_clk_per_sm.{k}");
-        rule(known.contains(&k.as_str()), &[&key], || {
-            format!("`{k}` is not a tensor input type ({})", known.join(", "))
-        })?;
-        rule(v.is_finite() && v >= 0.0, &[&key], || format!("a tensor rate must be a finite number ≥ 0, not {v}"))?;
+    let maps = [
+        ("flops_per_clk_per_sm", &a.tensor.flops_per_clk_per_sm),
+        ("mma_sync_flops_per_clk_per_sm", &a.tensor.mma_sync_flops_per_clk_per_sm),
+    ];
+    for (map, rates) in maps {
+        for (k, &v) in rates {
+            let key = format!("tensor.{map}.{k}");
+            rule(known.contains(&k.as_str()), &[&key], || {
+                format!("`{k}` is not a tensor input type ({})", known.join(", "))
+            })?;
+            rule(v.is_finite() && v >= 0.0, &[&key], || format!("a tensor rate must be a finite number ≥ 0, not {v}"))?;
+        }
     }
     rule(
         a.tensor.mma_latency.0 >= 1 && a.tensor.wgmma_base_latency.0 >= 1,
@@ -338,6 +344,12 @@ mod tests {
             }),
             ("tensor.flops_per_clk_per_sm.bf16", |a| {
                 a.tensor.flops_per_clk_per_sm.insert("bf16".into(), f64::NAN);
+            }),
+            ("tensor.mma_sync_flops_per_clk_per_sm.fp9", |a| {
+                a.tensor.mma_sync_flops_per_clk_per_sm.insert("fp9".into(), 1.0);
+            }),
+            ("tensor.mma_sync_flops_per_clk_per_sm.bf16", |a| {
+                a.tensor.mma_sync_flops_per_clk_per_sm.insert("bf16".into(), f64::INFINITY);
             }),
             ("tensor.mma_latency", |a| a.tensor.mma_latency = Cycles(0)),
             ("l1.line", |a| a.l1.line = Bytes(100)),

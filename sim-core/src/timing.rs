@@ -160,7 +160,13 @@ pub fn resolve(d: &OpDesc, arch: &Arch) -> OpTiming {
         let per_warp = if d.semantics == Semantics::WgmmaAsync { whole / 4 } else { whole };
         tensor_flops = per_warp;
         if over.is_none() {
-            let rate = arch.tensor.flops_per_clk_per_sm.get(shape.input.rate_key()).copied().unwrap_or(0.0);
+            let key = shape.input.rate_key();
+            // Hopper's mma.sync runs below its wgmma rate: the two paths have rates of their own.
+            let rate = if d.semantics == Semantics::WgmmaAsync {
+                arch.tensor.flops_per_clk_per_sm.get(key).copied().unwrap_or(0.0)
+            } else {
+                arch.tensor.mma_sync_rate(key)
+            };
             if rate > 0.0 {
                 let per_sub = rate / arch.sm.sub_cores.max(1) as f64;
                 interval = ((per_warp as f64 / per_sub).ceil() as u32).max(1);

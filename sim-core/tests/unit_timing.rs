@@ -190,11 +190,10 @@ fn clusters_launch_together_within_one_gpc() {
     assert!(k.cycles >= 2 * one_wave && k.cycles <= 2 * one_wave + 10, "{}", k.cycles);
 }
 
-fn wgmma_cycles(n: u32) -> u64 {
+fn wgmma_cycles(a: &gpusim_configs::Arch, n: u32) -> u64 {
     // One warpgroup (4 warps, one per sub-core) issuing `n` chained HGMMA.64x256x16 (bf16) and
     // waiting for them: each warp's quarter is 2·64·256·16/4 = 131072 FLOP, at the synthetic
     // chip's 4096 FLOP/clk/SM = 1024 per sub-core, 128 cycles.
-    let a = arch(1);
     let mut kb = KB::new("wgmma", 1, 128);
     let mut b = ProgramBuilder::new("p");
     let fence = kb.inst("WARPGROUP.ARRIVE", None, &[]);
@@ -211,13 +210,53 @@ fn wgmma_cycles(n: u32) -> u64 {
     b.inst(wait).inst(exit);
     let p = kb.program(b.finish().unwrap());
     kb.all_warps(p);
-    run1(&a, kb.build()).kernels[0].cycles
+    run1(a, kb.build()).kernels[0].cycles
 }
 
 #[test]
 fn warpgroup_mma_runs_at_the_configured_tensor_rate() {
-    let d = wgmma_cycles(16) - wgmma_cycles(8);
+    let a = arch(1);
+    let d = wgmma_cycles(&a, 16) - wgmma_cycles(&a, 8);
     assert_eq!(d, 8 * 128, "8 more chained HGMMA.64x256x16 take 8 × 128 cycles");
+}
+
+fn hmma_cycles(a: &gpusim_configs::Arch, n: u32) -> u64 {
+    // One warp issuing `n` HMMA.16816.F32.BF16 (2·16·8·16 = 4096 FLOP each) over 16 accumulators,
+    // so that no result is waited for: the sub-core's tensor pipe alone sets the pace.
+    let mut kb = KB::new("hmma", 1, 32);
+    let mut b = ProgramBuilder::new("p");
+    for i in 0..n {
+        let acc = gpusim_isa::RegRange::new(gpusim_isa::Reg::r(40 + 4 * (i % 16) as u8), 4);
+        let mut h = kb.inst("HMMA.16816.F32.BF16", None, &[]);
+        h.dst[0] = acc;
+        h.src[0] = gpusim_isa::RegRange::new(gpusim_isa::Reg::r(10), 4);
+        h.src[1] = gpusim_isa::RegRange::new(gpusim_isa::Reg::r(14), 2);
+        h.src[2] = acc;
+        b.inst(h);
+    }
+    run1(a, kb.build_with(b)).kernels[0].cycles
+}
+
+#[test]
+fn synchronous_mma_runs_at_its_own_rate_where_the_chip_gives_one() {
+    // The synthetic chip's dense bf16 rate, 4096 FLOP/clk/SM, is 1024 per sub-core: 4 cycles per
+    // HMMA.16816 when no mma.sync rate is given (Volta to Ada: one tensor path).
+    let mut a = arch(1);
+    assert_eq!(hmma_cycles(&a, 128) - hmma_cycles(&a, 64), 64 * 4);
+    // Hopper's mma.sync at 2/3 of the dense rate: 2731 FLOP/clk/SM, 682.75 per sub-core, 6 cycles.
+    a.tensor.mma_sync_flops_per_clk_per_sm.insert("bf16".into(), 2731.0);
+    assert_eq!(hmma_cycles(&a, 128) - hmma_cycles(&a, 64), 64 * 6);
+    // A rate for another type leaves bf16 at its own.
+    let mut other = arch(1);
+    other.tensor.mma_sync_flops_per_clk_per_sm.insert("fp16".into(), 2731.0);
+    assert_eq!(hmma_cycles(&other, 128) - hmma_cycles(&other, 64), 64 * 4);
+}
+
+#[test]
+fn warpgroup_mma_ignores_the_synchronous_rate() {
+    let mut a = arch(1);
+    a.tensor.mma_sync_flops_per_clk_per_sm.insert("bf16".into(), 1024.0);
+    assert_eq!(wgmma_cycles(&a, 16) - wgmma_cycles(&a, 8), 8 * 128, "HGMMA keeps the dense rate");
 }
 
 #[test]

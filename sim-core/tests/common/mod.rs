@@ -50,7 +50,12 @@ pub fn arch(sms: u32) -> Arch {
         scheduler: Scheduler { policy: "gto".into(), active_warps: 8 },
         pipes: Pipes { by_class },
         opcodes: BTreeMap::new(),
-        tensor: Tensor { flops_per_clk_per_sm: rates, mma_latency: Cycles(32), wgmma_base_latency: Cycles(64) },
+        tensor: Tensor {
+            flops_per_clk_per_sm: rates,
+            mma_sync_flops_per_clk_per_sm: Default::default(),
+            mma_latency: Cycles(32),
+            wgmma_base_latency: Cycles(64),
+        },
         l1: L1 {
             sram: Bytes(256 * 1024),
             line: Bytes(128),
