@@ -65,8 +65,22 @@ pub struct RunArgs {
     /// (default `2:4:1:1`).
     #[arg(long, num_args = 0..=1, default_missing_value = crate::run::SAMPLE_DEFAULT, value_name = "WARMUP:MEASURE:TAIL[:REWARM]", value_parser = parse_sample)]
     pub sample: Option<gpusim_sim_core::SampleOptions>,
+    /// Threads the run may use (default: the number of cores). The simulation runs on one;
+    /// with two or more, each Accel-Sim kernel is parsed on a thread of its own ahead of it.
+    /// The results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Trace: gpusim text or binary, an Accel-Sim kernelslist.g, or a folder holding one.
     pub trace: PathBuf,
+}
+
+/// How a run with `threads` (default: the number of cores) reads its trace.
+pub fn read_options(threads: Option<usize>) -> CliResult<gpusim_isa::open::ReadOptions> {
+    Ok(match threads {
+        Some(0) => return Err(CliError::input("--threads: must be at least 1")),
+        Some(n) => gpusim_isa::open::ReadOptions { read_ahead: n > 1 },
+        None => gpusim_isa::open::ReadOptions::default(),
+    })
 }
 
 /// Loads the chip and applies `--clock-mhz`.
@@ -144,18 +158,24 @@ fn write_json(path: &Path, r: &Report) -> CliResult {
 
 /// Simulates `trace` on `arch`; on failure the partial report of finished kernels is returned
 /// alongside the error.
-pub fn simulate_file(arch: &Arch, trace: &Path, opts: &SimOptions) -> Result<Report, (CliError, Option<Box<Report>>)> {
-    simulate_file_observed(arch, trace, opts, &mut gpusim_sim_core::NoObserver)
+pub fn simulate_file(
+    arch: &Arch,
+    trace: &Path,
+    read: gpusim_isa::open::ReadOptions,
+    opts: &SimOptions,
+) -> Result<Report, (CliError, Option<Box<Report>>)> {
+    simulate_file_observed(arch, trace, read, opts, &mut gpusim_sim_core::NoObserver)
 }
 
 /// [`simulate_file`] with an observer watching the run.
 pub fn simulate_file_observed<O: Observer>(
     arch: &Arch,
     trace: &Path,
+    read: gpusim_isa::open::ReadOptions,
     opts: &SimOptions,
     obs: &mut O,
 ) -> Result<Report, (CliError, Option<Box<Report>>)> {
-    let (_fmt, mut src) = gpusim_isa::open::open(trace).map_err(|e| (CliError::from(e), None))?;
+    let (_fmt, mut src) = gpusim_isa::open::open_with(trace, read).map_err(|e| (CliError::from(e), None))?;
     let res = simulate_observed(arch, &mut *src, opts, obs);
     for d in src.take_diagnostics() {
         eprintln!("{d}");
@@ -246,6 +266,7 @@ pub fn run(a: RunArgs) -> CliResult {
             .map_err(|e| CliError::input(format!("--cuda-graph: {e}")))?;
     }
     check_footprint(&arch, a.max_memory)?;
+    let read = read_options(a.threads)?;
     for (path, what) in [(&a.json, "--json"), (&a.report, "--report"), (&a.timeline, "--timeline")] {
         if let Some(p) = path {
             crate::output::check_writable(p, what)?;
@@ -261,7 +282,7 @@ pub fn run(a: RunArgs) -> CliResult {
         timeline: a.timeline.as_ref().map(|_| Timeline::new(&arch, a.timeline_by, a.timeline_max_ctas)),
     };
     let started = std::time::Instant::now();
-    let res = simulate_file_observed(&arch, &a.trace, &opts, &mut obs);
+    let res = simulate_file_observed(&arch, &a.trace, read, &opts, &mut obs);
     obs.progress.finish();
     if a.verbose {
         eprintln!("simulated in {:.2} s", started.elapsed().as_secs_f64());

@@ -158,6 +158,23 @@ fn arch_commands_work() {
 }
 
 #[test]
+fn reading_an_accel_sim_trace_ahead_changes_no_result() {
+    // `--threads 2` parses each kernel on a thread of its own; the reports are the same.
+    let dir = std::env::temp_dir();
+    let report = |threads: &str| {
+        let json = dir.join(format!("gpusim-read-ahead-{}-{threads}.json", std::process::id()));
+        let args = ["run", "--arch", "a100-sxm4-80gb", "--threads", threads, "-q", "--json", json.to_str().unwrap()];
+        let o = gpusim(&[&args[..], &["examples/accelsim"]].concat());
+        assert!(o.status.success(), "{:?}", text(&o));
+        let r = std::fs::read_to_string(&json).unwrap();
+        let _ = std::fs::remove_file(json);
+        r
+    };
+    assert_eq!(report("1"), report("2"));
+    fails_with(&["run", "--arch", "a100-sxm4-80gb", "--threads", "0", "examples/accelsim"], &["--threads"]);
+}
+
+#[test]
 fn text_and_binary_traces_give_the_same_report() {
     let dir = std::env::temp_dir();
     let bin = dir.join("gpusim-barrier.gtb");

@@ -113,6 +113,7 @@ mod fold;
 mod header;
 mod inst;
 mod lines;
+mod read_ahead;
 mod reader;
 mod writer;
 
@@ -194,6 +195,9 @@ pub struct AccelSimTrace {
     /// Shared with the kernels handed out, which may outlive a borrow of the trace (a kernel
     /// kept running by the engine while it reads the next ones: [`KernelSource::detach`]).
     diags: Diags,
+    /// Each kernel's CTAs are parsed on a thread of its own, ahead of the consumer
+    /// ([`AccelSimTrace::set_read_ahead`]).
+    read_ahead: bool,
 }
 
 type Diags = std::rc::Rc<std::cell::RefCell<Vec<Diagnostic>>>;
@@ -218,6 +222,7 @@ impl AccelSimTrace {
             next: 0,
             streams: Vec::new(),
             diags: Diags::default(),
+            read_ahead: crate::open::ReadOptions::default().read_ahead,
         };
         while lines.advance()? {
             let at = lines.at();
@@ -241,6 +246,14 @@ impl AccelSimTrace {
             }
         }
         Ok(t)
+    }
+
+    /// Whether the kernels opened from now on are parsed on threads of their own, a few CTAs
+    /// ahead of the consumer. What they yield is the same either way (`read_ahead`'s module
+    /// doc); only where the parsing time goes differs. Default: on where the machine has more
+    /// than one core.
+    pub fn set_read_ahead(&mut self, on: bool) {
+        self.read_ahead = on;
     }
 
     /// The kernel trace files, in launch order.
@@ -284,10 +297,22 @@ impl AccelSimTrace {
         let file = crate::open::decompressed(&entry.path).map_err(|e| {
             TraceError::new(TraceErrorKind::Io, entry.at.clone(), format!("cannot open kernel trace `{shown}`: {e}"))
         })?;
-        let mut reader = TracegReader::new(BufReader::with_capacity(1 << 16, file), shown, id)?;
+        let mut reader = TracegReader::new(BufReader::with_capacity(1 << 16, file), shown.clone(), id)?;
         reader.info.stream = self.stream_number(reader.header().cuda_stream_id);
         self.diags.borrow_mut().extend(reader.take_diagnostics());
-        Ok(Some(AccelSimKernel { reader: Some(reader), left: None, diags: self.diags.clone() }))
+        let feed = if self.read_ahead {
+            let no_thread = |e: std::io::Error| {
+                TraceError::new(
+                    TraceErrorKind::Io,
+                    entry.at.clone(),
+                    format!("cannot start a thread to read `{shown}`: {e}"),
+                )
+            };
+            Feed::Ahead(Box::new(read_ahead::ReadAhead::start(reader, shown.clone()).map_err(no_thread)?))
+        } else {
+            Feed::Inline(Box::new(reader))
+        };
+        Ok(Some(AccelSimKernel { feed: Some(feed), left: None, diags: self.diags.clone() }))
     }
 
     /// Reads every remaining kernel into memory (for small traces and tests).
@@ -335,15 +360,25 @@ impl TraceSource for AccelSimTrace {
 pub struct AccelSimKernel {
     /// `None` once detached: the rest of the kernel went to the detached one, and `left` keeps
     /// what this one still answers.
-    reader: Option<TracegReader<BufReader<Box<dyn std::io::Read>>>>,
+    feed: Option<Feed>,
     left: Option<Box<(KernelInfo, OpTable, TracegHeader)>>,
     diags: Diags,
 }
 
+type KernelReader = TracegReader<BufReader<Box<dyn std::io::Read + Send>>>;
+
+/// Where a kernel's CTAs come from: parsed when asked for, or by a thread of their own
+/// ([`read_ahead`]), which answers the same.
+enum Feed {
+    Inline(Box<KernelReader>),
+    Ahead(Box<read_ahead::ReadAhead>),
+}
+
 impl AccelSimKernel {
     pub fn header(&self) -> &TracegHeader {
-        match (&self.reader, &self.left) {
-            (Some(r), _) => r.header(),
+        match (&self.feed, &self.left) {
+            (Some(Feed::Inline(r)), _) => r.header(),
+            (Some(Feed::Ahead(r)), _) => r.header(),
             (None, Some(l)) => &l.2,
             (None, None) => unreachable!("detaching keeps `left`"),
         }
@@ -352,32 +387,43 @@ impl AccelSimKernel {
 
 impl KernelSource for AccelSimKernel {
     fn info(&self) -> &KernelInfo {
-        match (&self.reader, &self.left) {
-            (Some(r), _) => &r.info,
+        match (&self.feed, &self.left) {
+            (Some(Feed::Inline(r)), _) => &r.info,
+            (Some(Feed::Ahead(r)), _) => r.info(),
             (None, Some(l)) => &l.0,
             (None, None) => unreachable!("detaching keeps `left`"),
         }
     }
 
     fn ops(&self) -> &OpTable {
-        match (&self.reader, &self.left) {
-            (Some(r), _) => r.ops(),
+        match (&self.feed, &self.left) {
+            (Some(Feed::Inline(r)), _) => r.ops(),
+            (Some(Feed::Ahead(r)), _) => r.ops(),
             (None, Some(l)) => &l.1,
             (None, None) => unreachable!("detaching keeps `left`"),
         }
     }
 
     fn next_cta(&mut self) -> Result<Option<crate::kernel::CtaTrace>, TraceError> {
-        let Some(reader) = self.reader.as_mut() else { return Ok(None) };
-        let r = reader.next_cta();
-        self.diags.borrow_mut().extend(reader.take_diagnostics());
-        r
+        match self.feed.as_mut() {
+            None => Ok(None),
+            Some(Feed::Inline(reader)) => {
+                let r = reader.next_cta();
+                self.diags.borrow_mut().extend(reader.take_diagnostics());
+                r
+            }
+            Some(Feed::Ahead(ahead)) => ahead.next_cta(&mut self.diags.borrow_mut()),
+        }
     }
 
     fn detach(&mut self) -> Option<Box<dyn KernelSource>> {
-        let reader = self.reader.take()?;
-        self.left = Some(Box::new((reader.info.clone(), reader.ops().clone(), reader.header().clone())));
-        Some(Box::new(AccelSimKernel { reader: Some(reader), left: None, diags: self.diags.clone() }))
+        let feed = self.feed.take()?;
+        let left = match &feed {
+            Feed::Inline(r) => (r.info.clone(), r.ops().clone(), r.header().clone()),
+            Feed::Ahead(r) => (r.info().clone(), r.ops().clone(), r.header().clone()),
+        };
+        self.left = Some(Box::new(left));
+        Some(Box::new(AccelSimKernel { feed: Some(feed), left: None, diags: self.diags.clone() }))
     }
 }
 

@@ -57,11 +57,11 @@ pub fn compression_of(head: &[u8]) -> Compression {
 /// `input` as its decompressed bytes: the first bytes are looked at (and put back) and a zstd or
 /// xz stream is decoded as it is read, in bounded memory; anything else passes through. xz input
 /// may be several concatenated streams, as `xz` itself accepts.
-pub fn decompress(mut input: Box<dyn Read>) -> std::io::Result<Box<dyn Read>> {
+pub fn decompress(mut input: Box<dyn Read + Send>) -> std::io::Result<Box<dyn Read + Send>> {
     let mut head = Vec::with_capacity(XZ_MAGIC.len());
     (&mut input).take(XZ_MAGIC.len() as u64).read_to_end(&mut head)?;
     let kind = compression_of(&head);
-    let whole: Box<dyn Read> = Box::new(std::io::Cursor::new(head).chain(input));
+    let whole: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(input));
     Ok(match kind {
         Compression::None => whole,
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::new(whole)?),
@@ -73,13 +73,13 @@ pub fn decompress(mut input: Box<dyn Read>) -> std::io::Result<Box<dyn Read>> {
 
 /// Opens the file `path` (or standard input for `-`) as its decompressed bytes ([`decompress`]).
 /// The one way every reader opens a trace file, the members of a `kernelslist.g` included.
-pub fn decompressed(path: &Path) -> std::io::Result<Box<dyn Read>> {
-    let f: Box<dyn Read> = if is_stdin(path) { Box::new(std::io::stdin()) } else { Box::new(File::open(path)?) };
+pub fn decompressed(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
+    let f: Box<dyn Read + Send> = if is_stdin(path) { Box::new(std::io::stdin()) } else { Box::new(File::open(path)?) };
     decompress(f)
 }
 
 /// The bytes a detection read, followed by the rest of the stream.
-pub type Rest = std::io::Chain<std::io::Cursor<Vec<u8>>, Box<dyn Read>>;
+pub type Rest = std::io::Chain<std::io::Cursor<Vec<u8>>, Box<dyn Read + Send>>;
 
 /// Whether `path` names standard input (`-`).
 pub fn is_stdin(path: &Path) -> bool {
@@ -111,7 +111,7 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
         }
         return Err(invalid("a folder, and it holds no kernelslist.g".to_string()));
     }
-    let mut f: Box<dyn Read> = if is_stdin(path) {
+    let mut f: Box<dyn Read + Send> = if is_stdin(path) {
         Box::new(std::io::stdin())
     } else {
         Box::new(File::open(path).map_err(|e| io_error(path, "cannot open", e))?)
@@ -158,8 +158,29 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
     }
 }
 
-/// Opens `path` as a streaming trace source, whatever its format.
+/// How a trace is read: what [`open_with`] takes.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadOptions {
+    /// Parse each Accel-Sim kernel on a thread of its own, a few CTAs ahead of the simulation
+    /// ([`accelsim::AccelSimTrace::set_read_ahead`]); the trace read is the same either way.
+    /// Default: where the machine has more than one core.
+    pub read_ahead: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { read_ahead: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) }
+    }
+}
+
+/// Opens `path` as a streaming trace source, whatever its format, with the default
+/// [`ReadOptions`].
 pub fn open(path: &Path) -> Result<(Format, Box<dyn TraceSource>), TraceError> {
+    open_with(path, ReadOptions::default())
+}
+
+/// Opens `path` as a streaming trace source, whatever its format.
+pub fn open_with(path: &Path, opts: ReadOptions) -> Result<(Format, Box<dyn TraceSource>), TraceError> {
     let name = if is_stdin(path) { "<stdin>".to_string() } else { path.display().to_string() };
     Ok(match detect(path)? {
         Detected::Stream(Format::Binary, rest) => {
@@ -168,7 +189,11 @@ pub fn open(path: &Path) -> Result<(Format, Box<dyn TraceSource>), TraceError> {
         Detected::Stream(_, rest) => {
             (Format::Text, Box::new(text::TextReader::from_reader(name, BufReader::with_capacity(1 << 16, rest))))
         }
-        Detected::AccelSim(list) => (Format::AccelSim, Box::new(accelsim::AccelSimTrace::open(&list)?)),
+        Detected::AccelSim(list) => {
+            let mut trace = accelsim::AccelSimTrace::open(&list)?;
+            trace.set_read_ahead(opts.read_ahead);
+            (Format::AccelSim, Box::new(trace))
+        }
     })
 }
 

@@ -573,3 +573,61 @@ fn example_trace_parses_fully() {
     let stg = w0.iter().find(|i| i.0 == "STG.E").unwrap();
     expect_lanes(&stg.2.unwrap(), 1, |_| 0x7f3a_5c00_1804);
 }
+
+/// Everything a consumer sees reading the trace of `list` to its end: per kernel its info, then
+/// per `next_cta` call (two past the last CTA: the end and errors stick) the answer and the op
+/// table's size, then the trace's warnings so far.
+fn transcript(list: &Path, ahead: bool) -> Vec<String> {
+    let mut t = AccelSimTrace::open(list).unwrap();
+    t.set_read_ahead(ahead);
+    let mut out = Vec::new();
+    loop {
+        match t.next_kernel() {
+            Ok(Some(mut k)) => {
+                out.push(format!("{:?}", k.info()));
+                for _ in 0..k.info().num_ctas() + 2 {
+                    let r = k.next_cta();
+                    out.push(format!("{r:?} ops {}", k.ops().len()));
+                }
+            }
+            Ok(None) => break,
+            Err(e) => out.push(format!("{e:?}")),
+        }
+        out.push(format!("{:?}", t.take_diagnostics()));
+    }
+    out
+}
+
+#[test]
+fn read_ahead_answers_as_the_reader_itself() {
+    // Kernels that read cleanly, with warnings, with a bad address in their second CTA, cut
+    // short, and missing; the example trace besides.
+    let d = two_kernel_dir("ahead");
+    let noisy = replace_nth(&two_ctas(), "#BEGIN_TB", "# a comment the reader skips\n#BEGIN_TB", 1);
+    std::fs::write(d.join("kernel-noisy.traceg"), &noisy).unwrap();
+    std::fs::write(d.join("kernel-bad.traceg"), replace_nth(&two_ctas(), "0x1000", "0xZZ", 3)).unwrap();
+    let full = two_ctas();
+    std::fs::write(d.join("kernel-cut.traceg"), &full[..full.rfind("0010 ffffffff 0 EXIT").unwrap()]).unwrap();
+    std::fs::write(
+        d.join("mixed.g"),
+        "kernel-1.traceg\nkernel-9.traceg\nkernel-noisy.traceg\nkernel-bad.traceg\nkernel-cut.traceg\nkernel-2.traceg\n",
+    )
+    .unwrap();
+    for list in [d.join("mixed.g"), d.join("kernelslist.g"), example_dir().join("kernelslist.g")] {
+        let inline = transcript(&list, false);
+        assert!(inline.len() > 6, "{inline:?}");
+        assert_eq!(transcript(&list, true), inline, "{}", list.display());
+    }
+    let mixed = transcript(&d.join("mixed.g"), true).join("\n");
+    for want in ["kernel-9.traceg", "0xZZ", "Truncated", "a comment the reader skips"] {
+        assert!(mixed.contains(want), "{want} in {mixed}");
+    }
+
+    // A consumer that stops early lets the reading thread go: the next kernel still comes.
+    let mut t = AccelSimTrace::open(&d.join("mixed.g")).unwrap();
+    t.set_read_ahead(true);
+    assert!(t.next_kernel().unwrap().unwrap().next_cta().unwrap().is_some());
+    assert!(t.next_kernel().is_err(), "kernel-9 is missing");
+    assert_eq!(t.next_kernel().unwrap().unwrap().info().num_ctas(), 2);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -160,7 +160,9 @@ fn run_child(spec: &str, arch_name: &str, repeat: u32, sample: Option<gpusim_sim
         let report = if let Some(path) = spec.strip_prefix("trace:") {
             let arch = crate::run::load_arch(arch_name, None)?;
             start = Instant::now();
-            crate::run::simulate_file(&arch, std::path::Path::new(path), &opts).map_err(|(e, _)| e)?
+            // One thread, as every case of the bench (`accelsim-flat-ahead` names its second one).
+            let read = gpusim_isa::open::ReadOptions { read_ahead: false };
+            crate::run::simulate_file(&arch, std::path::Path::new(path), read, &opts).map_err(|(e, _)| e)?
         } else {
             let case = suite::find(spec)?;
             let arch = crate::run::load_arch(case.arch, None)?;
