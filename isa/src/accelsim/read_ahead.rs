@@ -26,10 +26,11 @@ use crate::error::{Location, TraceError, TraceErrorKind};
 use crate::kernel::{CtaTrace, KernelInfo, OpTable};
 use crate::source::KernelSource;
 
-/// Bytes of parsed programs that may wait for the consumer: room for a wave of a flat trace's
-/// CTAs (a few hundred KiB each before folding, a few KiB after), far below the simulator's
-/// memory bound.
-const BUDGET: u64 = 64 << 20;
+/// Bytes of parsed programs that may wait for the consumer: a few thousand folded CTAs of a
+/// flat trace (about a wave of an H100's), and little against the 256 MiB the whole run may
+/// take (tests/long_trace_rss.rs; 64 MiB of steps alone, without the rest of the programs,
+/// let that test's RSS grow with the trace).
+const BUDGET: u64 = 16 << 20;
 
 /// What the parsing thread sends per CTA.
 struct Parsed {
@@ -48,10 +49,20 @@ struct InFlight {
     changed: Condvar,
 }
 
-/// What a CTA holds, as the budget counts it: each warp's steps (a program shared by several
-/// warps counts for each: an upper bound).
+/// What a CTA holds, as the budget counts it: each warp's program with what its vectors hold
+/// (a program shared by several warps counts for each, the lookup tables the kernel's programs
+/// share for none).
 fn cta_bytes(c: &CtaTrace) -> u64 {
-    c.warps.iter().map(|p| (p.steps.len() * std::mem::size_of::<crate::program::Step>()) as u64).sum()
+    use std::mem::size_of;
+    let program = |p: &crate::program::Program| {
+        size_of::<crate::program::Program>()
+            + p.name.capacity()
+            + p.steps.capacity() * size_of::<crate::program::Step>()
+            + p.exprs.capacity() * size_of::<crate::program::AddrExpr>()
+            + p.lane_offsets.capacity() * size_of::<i64>()
+            + p.params.capacity() * size_of::<crate::program::CtaParam>()
+    };
+    (size_of::<CtaTrace>() + c.warps.iter().map(|p| program(p)).sum::<usize>()) as u64
 }
 
 /// The consumer's end: a [`TracegReader`] running on its own thread.
