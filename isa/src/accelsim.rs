@@ -248,10 +248,10 @@ impl AccelSimTrace {
         Ok(t)
     }
 
-    /// Whether the kernels opened from now on are parsed on threads of their own, a few CTAs
-    /// ahead of the consumer. What they yield is the same either way (`read_ahead`'s module
-    /// doc); only where the parsing time goes differs. Default: on where the machine has more
-    /// than one core.
+    /// Whether the kernels opened from now on are parsed on threads of their own, ahead of the
+    /// consumer within a memory budget. What they yield is the same either way (`read_ahead`'s
+    /// module doc); only where the parsing time goes differs. Default: on where the machine has
+    /// more than one core.
     pub fn set_read_ahead(&mut self, on: bool) {
         self.read_ahead = on;
     }
