@@ -161,8 +161,9 @@ pub fn detect(path: &Path) -> Result<Detected, TraceError> {
 /// How a trace is read: what [`open_with`] takes.
 #[derive(Clone, Copy, Debug)]
 pub struct ReadOptions {
-    /// Parse each Accel-Sim kernel on a thread of its own, a few CTAs ahead of the simulation
-    /// ([`accelsim::AccelSimTrace::set_read_ahead`]); the trace read is the same either way.
+    /// Parse each Accel-Sim kernel on a thread of its own, ahead of the simulation within a
+    /// memory budget ([`accelsim::AccelSimTrace::set_read_ahead`]); the trace read is the same
+    /// either way.
     /// Default: where the machine has more than one core.
     pub read_ahead: bool,
 }
